@@ -1,0 +1,33 @@
+"""The command line: `collection COMMAND ...`.
+
+Each command lives in its own module under `collection/commands/`; this module only
+assembles the group. Exit codes (GUIDE): 0 success, 1 refusal, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import click
+
+from collection import __version__
+from collection.commands import explain
+
+
+def _version_text() -> str:
+    from collection.buildinfo import commit
+
+    return f"collection {__version__} (commit {commit()})"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, _p, v: (click.echo(_version_text()), ctx.exit(0)) if v else None,
+              help="Print the version and the commit it was built from.")
+def cli() -> None:
+    """Turn a web corpus (an index and its detail pages) into one relation."""
+
+
+cli.add_command(explain.command)
+
+
+def main() -> None:
+    cli(prog_name="collection")

@@ -1,0 +1,207 @@
+"""The one catalogue of codes: registration refusals, run refusals, page failures.
+
+Every refusal or failure the product reports carries one of these codes. Tests assert on
+codes, never on message text; `collection explain CODE` prints the entry. A page failure
+code also carries its liveness class (D-62): `gone`, `blocked` or `error`.
+
+Codes are stable: once released, a code keeps its meaning. Add, never rename.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+REGISTRATION = "registration"
+RUN = "run"
+PAGE = "page"
+USAGE = "usage"
+
+GONE = "gone"
+BLOCKED = "blocked"
+ERROR = "error"
+LIVENESS_CLASSES = (GONE, BLOCKED, ERROR)
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    kind: str
+    summary: str
+    fix: str
+    clauses: tuple[str, ...] = ()
+    liveness: str | None = None
+
+
+def _reg(code: str, summary: str, fix: str, *clauses: str) -> Code:
+    return Code(code, REGISTRATION, summary, fix, clauses)
+
+
+def _run(code: str, summary: str, fix: str, *clauses: str) -> Code:
+    return Code(code, RUN, summary, fix, clauses)
+
+
+def _page(code: str, liveness: str, summary: str, fix: str, *clauses: str) -> Code:
+    return Code(code, PAGE, summary, fix, clauses, liveness)
+
+
+_ENTRIES = [
+    # --- the document as JSON ---------------------------------------------------------
+    _reg("JSON_INVALID", "The file is not valid JSON (or not valid UTF-8).",
+         "Fix the syntax at the line and column given."),
+    _reg("JSON_DUPLICATE_KEY", "An object carries the same member name twice, so the document is ambiguous.",
+         "Keep one of the two members."),
+    _reg("JSON_FRACTIONAL_NUMBER",
+         "A number is written with a fraction or an exponent (1.0, 1e0); the registered document carries no fractional number anywhere.",
+         "Write the number as a plain integer.", "REG-27", "D-41"),
+    _reg("JSON_NUMBER_OUT_OF_RANGE", "An integer lies outside the JSON safe-integer range (±(2^53−1)).",
+         "Use a smaller number.", "D-41"),
+    _reg("JSON_TOO_DEEP", "The document nests arrays or objects deeper than the reader accepts.",
+         "Flatten the document; no recipe needs that depth."),
+    _reg("DOCUMENT_TOO_LARGE", "The file is larger than a recipe can reasonably be.",
+         "Check that the right file was given."),
+    _reg("DOCUMENT_NOT_OBJECT", "The top level of the document is not a JSON object.",
+         "A source or dataset document is a JSON object."),
+    # --- what the schemas say ----------------------------------------------------------
+    _reg("SCHEMA_REQUIRED", "A required member is missing.", "Add the member named in the message.", "REG-17"),
+    _reg("SCHEMA_UNKNOWN_MEMBER", "A member that the schema does not define is present.",
+         "Remove it or correct its spelling.", "REG-10"),
+    _reg("SCHEMA_TYPE", "A member has the wrong JSON type.", "Use the type named in the message.", "REG-17"),
+    _reg("SCHEMA_ENUM", "A member's value is not one of the allowed values.", "Use one of the values listed.", "REG-17"),
+    _reg("SCHEMA_BOUND", "A number lies outside its bound in the bounds table.",
+         "Use a value inside the bound named in the message.", "REG-17"),
+    _reg("SCHEMA_LENGTH", "A string, array or object has too few or too many entries.",
+         "Respect the size named in the message.", "REG-17", "REG-20"),
+    _reg("SCHEMA_FORMAT", "A string does not have the required form.", "Use the form named in the message.", "REG-17"),
+    _reg("SCHEMA_UNIQUE", "An array that must hold distinct entries holds a repeated one.", "Remove the repeat.", "REG-17"),
+    _reg("SCHEMA_INVALID", "The document breaks a rule of its schema.", "Read the message for the rule.", "REG-17"),
+    # --- registration rules a schema cannot say ---------------------------------------
+    _reg("HOSTED_COLLECTION_UNSUPPORTED",
+         "The document names public.https.collection@1.0.0, a different adapter kept only so old receipts re-verify; it is not reachable and 2.0.0 is not a widening of it.",
+         "Rewrite the source for public.https.collection@2.0.0.", "REF-09", "REF-10", "REF-11"),
+    _reg("COLLECTION_REQUIRED", "The connector is public.https.collection@2.0.0 but the document has no `collection` member.",
+         "Add `collection` with `discovery` and `pages`.", "REG-07"),
+    _reg("COLLECTION_FORBIDDEN", "A `collection` member sits beside an adapter other than public.https.collection@2.0.0.",
+         "Remove `collection`, or use the collection adapter.", "REG-08"),
+    _reg("WINDOW_FORBIDDEN", "A collection source declares a `window`; a window narrows one address and a collection lists many.",
+         "Remove `window`.", "REG-14"),
+    _reg("CLOSED_FORBIDDEN", "A collection source carries `closed` (even `false`); a collection continues across refreshes.",
+         "Remove the `closed` member entirely.", "REG-15", "REG-16"),
+    _reg("CREDENTIAL_MODE_NOT_NONE", "A collection source must use credential_mode \"none\".",
+         "Set connector.credential_mode to \"none\"; collections never authenticate.", "REG-13"),
+    _reg("READER_PIN_MISSING", "A connector parameter of the Reader pin (reader.family_id, reader.family_version, reader.decode_options) is missing or repeated.",
+         "State each of the three parameters exactly once.", "READ-01"),
+    _reg("READER_FAMILY_UNSUPPORTED", "The pinned Reader family is not one of html.tabular, html.web_extract, json.tabular, xml.tabular.",
+         "Pin one of the four collection families.", "REG-12"),
+    _reg("READER_VERSION_UNSUPPORTED", "This project does not implement the pinned version of the Reader family.",
+         "Pin one of the versions listed in the message.", "REG-12"),
+    _reg("READER_OPTIONS_NOT_CANONICAL", "reader.decode_options is not canonical JSON (sorted keys, no insignificant whitespace).",
+         "Replace it with the canonical form shown in the message.", "READ-02"),
+    _reg("READER_OPTIONS_INVALID", "reader.decode_options does not satisfy the pinned family's options schema.",
+         "Correct the option named in the message.", "READ-01"),
+    _reg("RESERVED_COLUMN_NAME", "The pinned Reader declares a column with one of the seven reserved provenance names.",
+         "Rename the column.", "READ-07", "PROV-04"),
+    _reg("DUPLICATE_COLUMN_NAME", "The pinned Reader declares two columns of one name; such a relation cannot be read back.",
+         "Give every column a distinct name.", "READ-08"),
+    _reg("MAX_REQUESTS_REQUIRED", "A collection source must state limits.max_requests.",
+         "Add limits.max_requests ≥ discovery.max_requests + pages.max_fetches_per_run.", "REG-11"),
+    _reg("REQUEST_BUDGET_SUM", "discovery.max_requests + pages.max_fetches_per_run exceeds limits.max_requests.",
+         "Raise limits.max_requests (where redirects are likely, to discovery.max_requests + 2 × max_fetches_per_run) or lower the other two.",
+         "REG-33", "REG-34", "FETCH-11"),
+    _reg("ORIGIN_NOT_CANONICAL", "An origin is not a canonical https origin (lowercase host, no port, path, userinfo or trailing slash).",
+         "Write it as https://host, exactly.", "REG-21", "D-40"),
+    _reg("ORIGIN_DUPLICATE", "allowed_origins lists one origin twice.", "Remove the repeat.", "D-40"),
+    _reg("DISCOVERY_ORIGIN_NOT_ALLOWED", "allowed_origins does not include the discovery address's own origin.",
+         "Add the discovery origin to allowed_origins.", "REG-22"),
+    _reg("CONNECTOR_ORIGIN_MISMATCH", "connector.origin is not the discovery address's canonical origin.",
+         "Set connector.origin to the origin of discovery.url.", "D-39"),
+    _reg("DISCOVERY_URL_INVALID", "The discovery address is not an absolute https URL that this source may reach.",
+         "Use an absolute https URL without userinfo, port, whitespace or fragment.", "REG-35", "URL-09", "URL-11", "URL-12"),
+    _reg("PAGINATION_KIND_NOT_ALLOWED", "The pagination kind is not allowed for the discovery kind.",
+         "Use a pagination kind the discovery table allows for this kind.", "REG-38", "DISC-12", "DISC-17", "DISC-21", "DISC-25"),
+    _reg("PAGINATION_PARAMETER_PRESENT", "The discovery address already carries the grammar's own pagination parameter.",
+         "Remove the parameter from discovery.url; the grammar writes it.", "PAG-15", "PAG-16"),
+    _reg("POINTER_SYNTAX", "A JSON Pointer is not valid RFC 6901 syntax.", "Write \"\" or a pointer starting with \"/\", escaping ~ as ~0 and / as ~1.",
+         "REG-36", "DISC-07", "D-14"),
+    _reg("REVISION_HINT_WITHOUT_EXTRACTOR", "revisit kind revision_hint needs a revision extractor (json_api with revision.pointer, or sitemap).",
+         "Add revision.pointer, or choose another revisit kind.", "REG-32", "D-42"),
+    _reg("INTERVAL_TOO_SHORT", "revisit kind interval needs seconds ≥ 3600.", "Use at least 3600 seconds.", "REG-31"),
+    _reg("SELECTOR_UNSUPPORTED", "A selector uses something outside the closed selector grammar.",
+         "Use only the documented subset; the message gives the offending position.", "DISC-13", "DISC-04"),
+    _reg("EXPLICIT_DUPLICATE_PAGE_ID", "Two explicit members share one page_id.", "Give each member its own page_id.", "D-38"),
+    _reg("EXPLICIT_URL_INVALID", "An explicit member's url is not an absolute https URL.", "Use an absolute https URL.", "D-38"),
+    _reg("EXPLICIT_TOO_MANY_MEMBERS", "There are more explicit members than pages.max_pages allows.",
+         "Raise pages.max_pages or list fewer members.", "D-38"),
+    _reg("DATASET_DUPLICATE_SOURCE_NAME", "Two sources of the dataset share one name.", "Give each source its own name.", "REG-05"),
+    # --- run-level refusals ------------------------------------------------------------
+    _run("COLLECTION_DISCOVERY_FAILED",
+         "Listing the collection failed and the run has nothing to continue from (no predecessor ledger, no explicit members, no address listed before the refusal). Nothing was written.",
+         "Read discovery_failure, fix the listing or its address, and run again.", "REF-03", "REF-04"),
+    _run("COLLECTION_MERGE_INVALID",
+         "The run and its predecessor contradict each other: the stored relation's columns or the ledger's header are not what this run expects, or a discovery body is not the declared shape.",
+         "Run with --resync if the recipe's Reader pin changed on purpose; otherwise fix the recipe's records pointer.", "REF-05", "REF-06", "REF-07", "D-12", "D-13"),
+    _run("RESYNC_REQUIRED", "The action plan carries a schedule; a collection has no scheduled refresh.",
+         "Remove the schedule and run (or run --resync) explicitly.", "OPS-01", "OPS-02", "OPS-03", "D-61"),
+    _run("TRANSFORM_COLUMN_TYPE_MISMATCH",
+         "A provenance column is selected bare into a column declared as something other than string; every column arrives as VARCHAR.",
+         "Cast it: cast(page_ordinal as integer), cast(page_fetched_at as timestamp with time zone).", "REF-08", "PROV-18", "D-49"),
+    _run("STATE_LOCKED", "Another run holds the state directory's lock.",
+         "Wait for that run to finish; a lock left by a killed run is cleared automatically."),
+    # --- page failures (D-45, D-62) ----------------------------------------------------
+    _page("timeout", ERROR, "The attempt passed request_timeout_seconds.", "Check the origin's speed; retries follow D-08.", "FETCH-20", "D-11"),
+    _page("connection_error", ERROR, "The connection failed or was reset.", "Check that the origin is reachable.", "D-62"),
+    _page("tls_error", ERROR, "The TLS handshake failed (untrusted certificate, name mismatch).", "Check the origin's certificate.", "D-62"),
+    _page("media_type_refused", ERROR, "The page answered with a media type the pinned Reader family does not take.",
+          "Check the page, or pin a family that reads this type.", "READ-06", "D-37"),
+    _page("decode_error", ERROR, "The pinned Reader could not decode the page.", "Try the page with `collection decode`.", "READ-10", "MERGE-21"),
+    _page("column_mismatch", ERROR, "The page decoded to columns other than the pin's.", "Check the Reader options against the page.", "READ-09", "MERGE-22"),
+    _page("robots_disallowed", BLOCKED, "robots.txt disallows this address for our product token; no request was made.",
+          "Ask the origin's operator, or remove the page from the recipe.", "FETCH-22", "FETCH-23", "D-48"),
+    _page("max_source_bytes", ERROR, "Fetching the page would pass limits.max_source_bytes.", "Raise limits.max_source_bytes.", "FETCH-14", "D-20"),
+    _page("too_many_redirects", ERROR, "The page redirected more than 5 times, or in a loop.", "Check the page's address.", "D-25"),
+    _page("body_incomplete", ERROR, "The body ended before its declared length, or its content encoding was broken.",
+          "Check the origin.", "D-62"),
+    _page("egress_refused", BLOCKED, "The address resolved to a private, loopback or otherwise unroutable network.",
+          "Map the host explicitly with --resolve if this is intended.", "URL-17", "URL-18"),
+    _page("replay_missing", ERROR, "The replay fixture holds no exchange for this request.",
+          "Record the fixture again, or add the exchange.", ),
+    _page("skipped_origin", BLOCKED, "The address (or the place a redirect landed) is not https or not in allowed_origins; it is never fetched.",
+          "Add the origin to allowed_origins if it belongs to the corpus.", "URL-09", "URL-10", "URL-13", "D-26"),
+    _page("waf_challenge", BLOCKED, "The origin answered with a bot challenge instead of the page.", "Ask the origin's operator.", "D-62"),
+]
+
+CATALOGUE: dict[str, Code] = {entry.code: entry for entry in _ENTRIES}
+
+_HTTP_STATUS = re.compile(r"http_status_([1-5][0-9][0-9])\Z")
+
+
+def http_status_code(status: int) -> str:
+    return f"http_status_{status}"
+
+
+def liveness_for_status(status: int) -> str:
+    if status in (404, 410):
+        return GONE
+    if status in (401, 403, 429):
+        return BLOCKED
+    return ERROR
+
+
+def lookup(code: str) -> Code | None:
+    """The catalogue entry for `code`, including the open family `http_status_<nnn>`."""
+    if code in CATALOGUE:
+        return CATALOGUE[code]
+    match = _HTTP_STATUS.match(code)
+    if match:
+        status = int(match.group(1))
+        return Code(code, PAGE, f"The page answered HTTP {status}.",
+                    "Check the address; the page keeps its previous rows and is retried on the next run.",
+                    ("D-45", "D-53", "D-62"), liveness_for_status(status))
+    return None
+
+
+def liveness(code: str) -> str:
+    entry = lookup(code)
+    if entry is None or entry.liveness is None:
+        raise KeyError(f"not a page failure code: {code}")
+    return entry.liveness

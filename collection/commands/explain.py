@@ -1,0 +1,30 @@
+"""`collection explain CODE`: what a code means and how to fix it."""
+
+from __future__ import annotations
+
+import click
+
+from collection import codes
+from collection.canonical import canonical_json
+
+
+@click.command("explain")
+@click.argument("code")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as canonical JSON.")
+def command(code: str, as_json: bool) -> None:
+    """Print what CODE means and how to fix it."""
+    entry = codes.lookup(code)
+    if entry is None:
+        known = ", ".join(sorted(codes.CATALOGUE))
+        raise click.UsageError(f"unknown code {code!r}; known codes: {known}, http_status_<nnn>")
+    if as_json:
+        click.echo(canonical_json({
+            "code": entry.code, "kind": entry.kind, "summary": entry.summary, "fix": entry.fix,
+            "clauses": list(entry.clauses), "liveness": entry.liveness,
+        }))
+        return
+    click.echo(f"{entry.code} ({entry.kind}{', ' + entry.liveness if entry.liveness else ''})")
+    click.echo(f"  {entry.summary}")
+    click.echo(f"  Fix: {entry.fix}")
+    if entry.clauses:
+        click.echo(f"  Clauses: {', '.join(entry.clauses)}")

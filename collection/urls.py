@@ -1,0 +1,184 @@
+"""Addresses: resolution, canonicalisation and the origin rules (pure).
+
+One place decides what an address means, so registration, discovery, the egress check
+and the ledger can never disagree about whether two addresses are the same page.
+
+Canonicalisation (URL-02 to URL-08, D-54): resolve against the page the link appeared on
+(RFC 3986, which removes dot segments), lowercase the scheme and host, convert an IDN host
+to lowercase punycode, drop the fragment and an explicit :443. Nothing else changes: the
+trailing slash, the path's case, percent-encoding and the query's order are the
+publisher's and may be significant.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+# WHATWG trims C0 controls and spaces around an href before parsing; a browser and this
+# project must agree on which page a link names.
+_TRIM = "".join(chr(c) for c in range(0x21))
+_WHITESPACE = re.compile(r"[\s\x00-\x1f\x7f]")
+_HOST_LABEL = re.compile(r"\A[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
+
+
+class UrlError(ValueError):
+    """An address that cannot be read as an absolute URL at all."""
+
+
+@dataclass(frozen=True)
+class Address:
+    """An absolute, canonical address and the reason it may not be fetched, if any."""
+
+    url: str
+    unreachable: str | None = None
+
+
+def _split_netloc(netloc: str) -> tuple[str | None, str, str | None]:
+    """(userinfo, host, port) of a netloc, without urllib's lenient guessing."""
+    userinfo = None
+    if "@" in netloc:
+        userinfo, _, netloc = netloc.rpartition("@")
+    if netloc.startswith("["):
+        end = netloc.find("]")
+        if end < 0:
+            raise UrlError("unterminated IPv6 literal")
+        host, rest = netloc[: end + 1], netloc[end + 1:]
+        port = rest[1:] if rest.startswith(":") else None
+        if rest and not rest.startswith(":"):
+            raise UrlError("text after an IPv6 literal")
+        return userinfo, host, port
+    host, sep, port = netloc.partition(":")
+    return userinfo, host, (port if sep else None)
+
+
+def _canonical_host(host: str) -> str:
+    if host.startswith("["):
+        return host.lower()
+    try:
+        host.encode("ascii")
+        return host.lower()
+    except UnicodeEncodeError:
+        pass
+    try:
+        return host.encode("idna").decode("ascii").lower()
+    except UnicodeError as exc:
+        raise UrlError(f"host {host!r} is not a valid internationalised name") from exc
+
+
+def canonicalise(link: str, base: str | None = None) -> str:
+    """The canonical absolute form of `link`, resolved against `base` when it is relative.
+
+    Raises UrlError when the result is not an absolute URL with a host. Whether the address
+    may be fetched is a separate question (`unreachable_reason`).
+    """
+    text = link.strip(_TRIM)
+    absolute = urljoin(base, text) if base else text
+    parts = urlsplit(absolute)
+    if not parts.scheme or not parts.netloc:
+        raise UrlError(f"{link!r} is not an absolute URL")
+    scheme = parts.scheme.lower()
+    userinfo, host, port = _split_netloc(parts.netloc)
+    if not host:
+        raise UrlError(f"{link!r} has no host")
+    host = _canonical_host(host)
+    if port == "443" and scheme == "https":
+        port = None
+    netloc = host if port is None else f"{host}:{port}"
+    if userinfo is not None:
+        netloc = f"{userinfo}@{netloc}"
+    return urlunsplit((scheme, netloc, parts.path, parts.query, ""))
+
+
+def origin_of(url: str) -> str:
+    """`https://host` (or `scheme://host:port`) of a canonical URL."""
+    parts = urlsplit(url)
+    _, host, port = _split_netloc(parts.netloc)
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
+def host_problem(host: str) -> str | None:
+    """Why a (lowercase, ASCII) host may not be reached by name, or None."""
+    if not host:
+        return "empty host"
+    if host.endswith("."):
+        return "trailing dot in host"
+    if host.startswith("["):
+        return "numeric host"
+    try:
+        ipaddress.ip_address(host)
+        return "numeric host"
+    except ValueError:
+        pass
+    labels = host.split(".")
+    if all(label.isdigit() or label.startswith("0x") for label in labels):
+        return "numeric host"  # 2130706433, 0x7f.1, 127.1: inet_aton forms
+    if len(host) > 253 or not all(_HOST_LABEL.match(label) for label in labels):
+        return "invalid host name"
+    if labels[-1].isdigit():
+        return "numeric host"
+    return None
+
+
+def unreachable_reason(url: str, allowed_origins: frozenset[str] | tuple[str, ...]) -> str | None:
+    """Why a canonical URL may not be fetched by this source, or None when it may.
+
+    The origin comparison alone is not the check (URL-11, URL-12): the address must be
+    https, carry no userinfo and no port, no whitespace or backslash, and name by DNS name
+    exactly one of the allowed origins.
+    """
+    if "\\" in url:
+        return "backslash in address"
+    if _WHITESPACE.search(url):
+        return "whitespace or control character in address"
+    try:
+        url.encode("ascii")
+    except UnicodeEncodeError:
+        pass  # non-ASCII in path or query is percent-encoded on the wire; the host is checked below
+    parts = urlsplit(url)
+    if parts.scheme != "https":
+        return "not https"
+    userinfo, host, port = _split_netloc(parts.netloc)
+    if userinfo is not None:
+        return "userinfo in address"
+    if port is not None:
+        return "port other than 443"
+    try:
+        host.encode("ascii")
+    except UnicodeEncodeError:
+        return "non-ASCII host"
+    problem = host_problem(host)
+    if problem:
+        return problem
+    if f"https://{host}" not in allowed_origins:
+        return "origin not in allowed_origins"
+    return None
+
+
+def is_canonical_origin(text: str) -> bool:
+    """True for exactly `https://<lowercase DNS host>`: no port, path, slash or userinfo (D-40)."""
+    if not text.startswith("https://"):
+        return False
+    host = text[len("https://"):]
+    if not host or any(ch in host for ch in "/?#@:\\") or host != host.lower():
+        return False
+    try:
+        host.encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return host_problem(host) is None
+
+
+def address(link: str, base: str | None, allowed_origins: frozenset[str] | tuple[str, ...]) -> Address:
+    """Resolve and canonicalise `link`, and say whether this source may fetch it."""
+    url = canonicalise(link, base)
+    return Address(url, unreachable_reason(url, allowed_origins))
+
+
+def query_parameter_names(url: str) -> list[str]:
+    """Names of the query's parameters, percent-decoded, in order."""
+    from urllib.parse import parse_qsl
+
+    return [name for name, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
