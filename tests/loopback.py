@@ -1,0 +1,374 @@
+"""A programmable HTTPS server on 127.0.0.1 for tests and benchmarks (GUIDE: real parts, not mocks).
+
+The server presents a certificate minted by a trustme CA for a fixed set of names
+(`CERT_NAMES`), so a client that maps one of those names to the loopback port with a
+resolve map sees a real TLS handshake with SNI and hostname verification. A name mapped to
+the server but missing from `CERT_NAMES` (e.g. `mismatch.example.net`) gives a hostname
+mismatch; a client trusting another CA gives an untrusted-certificate failure.
+
+Tests program routes with `server.route(target, Reply(...), Reply(...), host=None)`:
+successive requests to the target get the replies in order and the last one repeats.
+`target` is the path with its query (exact match first, then the path alone, then "*").
+Every request is recorded (`server.requests`) with its arrival time on the monotonic
+clock and the id of the connection it arrived on, so tests can check politeness gaps and
+connections per origin at the place the origin sees them.
+
+    with LoopbackServer() as server:
+        server.route("/x", Reply(200, [("Content-Type", "text/html")], b"<p>hi</p>"))
+        server.port, server.ca_pem_path, server.requests
+"""
+
+from __future__ import annotations
+
+import gzip as _gzip
+import hashlib
+import itertools
+import os
+import socket
+import socketserver
+import ssl
+import struct
+import tempfile
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Callable, Iterable
+
+import trustme
+
+CERT_NAMES = (
+    "www.example.com", "example.com", "a.example.com", "b.example.com", "c.example.com",
+    "other.example.org", "cdn.example.com",
+)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One programmed response.
+
+    delay: seconds to wait before sending anything (latency, or a hang when large).
+    drip: bytes per second for the body (None: all at once).
+    reset: close the connection with a TCP RST — before the status line when
+        `reset_after` is None, else after that many body bytes.
+    chunked: send the body with Transfer-Encoding: chunked.
+    endless: keep sending chunks of `body` forever (until the client goes away).
+    content_length: the Content-Length to announce (may lie); None = the true length.
+    gzip: compress the body and say Content-Encoding: gzip.
+    raw_body: send these bytes as the (already encoded) body, e.g. broken gzip.
+    ranges: honour `Range: bytes=a-b` (with If-Range against `etag`) and advertise it.
+    etag: the ETag header value (also used for If-Range).
+    handler: computes a Reply from the recorded request, for anything else.
+    """
+
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] | list = ()
+    body: bytes = b""
+    delay: float = 0.0
+    drip: float | None = None
+    reset: bool = False
+    reset_after: int | None = None
+    chunked: bool = False
+    endless: bool = False
+    content_length: int | None = None
+    gzip: bool = False
+    raw_body: bytes | None = None
+    ranges: bool = False
+    etag: str | None = None
+    chunks: Iterable[bytes] | None = None
+    handler: Callable[["Recorded"], "Reply"] | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    target: str
+    host: str
+    headers: tuple[tuple[str, str], ...]
+    arrived: float          # time.monotonic() when the request head had been read
+    connection: int         # id of the TCP connection it came on
+    sni: str | None
+
+    def header(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key.lower() == name.lower():
+                return value
+        return None
+
+    @property
+    def path(self) -> str:
+        return self.target.split("?", 1)[0]
+
+
+@dataclass
+class _Route:
+    replies: list[Reply]
+    served: int = 0
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def setup(self) -> None:
+        self.tls_ok = False
+        self.sni = None
+        raw = self.request
+        raw.settimeout(30)
+        try:
+            ctx = self.server.ssl_context
+            self.request = ctx.wrap_socket(raw, server_side=True)
+            self.sni = getattr(self.request, "_sni", None)
+            self.tls_ok = True
+        except (ssl.SSLError, OSError):
+            self.request = raw
+        self.connection_id = next(self.server.connection_ids)
+        super().setup()
+
+    def handle(self) -> None:
+        if not self.tls_ok:
+            return
+        try:
+            super().handle()
+        except (ConnectionError, ssl.SSLError, socket.timeout, OSError):
+            pass
+
+    def log_message(self, format, *args):  # noqa: A002 - quiet server
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._serve()
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._serve()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._serve()
+
+    def _serve(self) -> None:
+        arrived = time.monotonic()
+        host = (self.headers.get("Host") or "").split(":")[0]
+        rec = Recorded(self.command, self.path, host, tuple(self.headers.items()), arrived,
+                       self.connection_id, self.sni)
+        reply = self.server.owner._next_reply(rec)
+        while reply.handler is not None:
+            reply = reply.handler(rec)
+        self._send(reply, rec)
+
+    # -- writing -------------------------------------------------------------------------
+    def _reset(self) -> None:
+        # SO_LINGER 0 makes close() send RST: the client sees "connection reset by peer".
+        try:
+            sock = self.request
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def _write(self, data: bytes, drip: float | None) -> None:
+        if not drip:
+            self.wfile.write(data)
+            self.wfile.flush()
+            return
+        step = max(1, int(drip / 10)) if drip >= 10 else 1
+        for i in range(0, len(data), step):
+            if self.server.owner._stopping.is_set():
+                raise ConnectionError("server stopping")
+            self.wfile.write(data[i:i + step])
+            self.wfile.flush()
+            time.sleep(step / drip)
+
+    def _send(self, reply: Reply, rec: Recorded) -> None:
+        if reply.delay:
+            # Sleep in slices so stopping the server does not wait for a long hang.
+            end = time.monotonic() + reply.delay
+            while time.monotonic() < end:
+                if self.server.owner._stopping.wait(min(0.05, max(0.0, end - time.monotonic()))):
+                    self.close_connection = True
+                    return
+        if reply.reset and reply.reset_after is None:
+            self._reset()
+            return
+        status, headers, body = reply.status, list(reply.headers), reply.body
+        if reply.gzip:
+            body = _gzip.compress(body, mtime=0)
+            headers.append(("Content-Encoding", "gzip"))
+        if reply.raw_body is not None:
+            body = reply.raw_body
+        if reply.ranges:
+            headers.append(("Accept-Ranges", "bytes"))
+            status, extra, body = _apply_range(rec, reply, status, body)
+            headers.extend(extra)
+        if reply.etag and not any(k.lower() == "etag" for k, _ in headers):
+            headers.append(("ETag", reply.etag))
+        chunked = reply.chunked or reply.endless or reply.chunks is not None
+        self.send_response_only(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        elif not any(k.lower() == "content-length" for k, _ in headers):
+            length = reply.content_length if reply.content_length is not None else len(body)
+            self.send_header("Content-Length", str(length))
+        self.end_headers()
+        if rec.method == "HEAD":
+            return
+        try:
+            if reply.endless:
+                piece = body or b"x" * 1024
+                while not self.server.owner._stopping.is_set():
+                    self._write(b"%x\r\n%s\r\n" % (len(piece), piece), reply.drip)
+                return
+            if chunked:
+                pieces = reply.chunks if reply.chunks is not None else [body[i:i + 4096] for i in range(0, len(body), 4096)]
+                for piece in pieces:
+                    if piece:
+                        self._write(b"%x\r\n%s\r\n" % (len(piece), piece), reply.drip)
+                self._write(b"0\r\n\r\n", None)
+                return
+            if reply.reset_after is not None:
+                self._write(body[:reply.reset_after], reply.drip)
+                self._reset()
+                return
+            self._write(body, reply.drip)
+            if reply.content_length is not None and reply.content_length != len(body):
+                self.close_connection = True  # a lying length leaves the stream unusable
+        except (ConnectionError, ssl.SSLError, OSError):
+            self.close_connection = True
+
+
+def _apply_range(rec: Recorded, reply: Reply, status: int, body: bytes):
+    spec = rec.header("Range")
+    if not spec or status != 200 or not spec.startswith("bytes="):
+        return status, [], body
+    if_range = rec.header("If-Range")
+    if if_range is not None and if_range != reply.etag:
+        return 200, [], body  # the object changed: RFC 9110 says send the whole thing
+    first_text, _, last_text = spec[len("bytes="):].partition("-")
+    first = int(first_text)
+    last = min(int(last_text), len(body) - 1) if last_text else len(body) - 1
+    if first >= len(body):
+        return 416, [("Content-Range", f"bytes */{len(body)}")], b""
+    return 206, [("Content-Range", f"bytes {first}-{last}/{len(body)}")], body[first:last + 1]
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def __init__(self, owner: "LoopbackServer", ssl_context: ssl.SSLContext):
+        self.owner = owner
+        self.ssl_context = ssl_context
+        self.connection_ids = itertools.count(1)
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+class LoopbackServer:
+    """A threaded HTTPS server on 127.0.0.1 with programmable routes and a request log."""
+
+    def __init__(self, names: tuple[str, ...] = CERT_NAMES, ca: trustme.CA | None = None):
+        self.ca = ca or trustme.CA()
+        self.names = names
+        cert = self.ca.issue_cert(*names)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(ctx)
+
+        def _remember_sni(sock, server_name, _ctx):
+            sock._sni = server_name  # the name the client asked for, for tests
+
+        ctx.sni_callback = _remember_sni
+        self._dir = tempfile.TemporaryDirectory(prefix="loopback-")
+        self.ca_pem_path = os.path.join(self._dir.name, "ca.pem")
+        self.ca.cert_pem.write_to_path(self.ca_pem_path)
+        self._routes: dict[tuple[str | None, str], _Route] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.requests: list[Recorded] = []
+        self._server = _Server(self, ctx)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> "LoopbackServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._dir.cleanup()
+
+    def __enter__(self) -> "LoopbackServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- programming ---------------------------------------------------------------------
+    def route(self, target: str, *replies: Reply, host: str | None = None) -> None:
+        """Serve `replies` in turn to requests for `target` (the last one repeats)."""
+        if not replies:
+            raise ValueError("a route needs at least one reply")
+        with self._lock:
+            self._routes[(host, target)] = _Route(list(replies))
+
+    def resolve_map(self, *names: str) -> dict[tuple[str, int], tuple[str, int]]:
+        """{(name, 443): ("127.0.0.1", port)} for the given names (default: all cert names)."""
+        return {(name, 443): ("127.0.0.1", self.port) for name in (names or self.names)}
+
+    def resolve_flags(self, *names: str) -> list[str]:
+        """The same map as curl-style `HOST:PORT:ADDR:PORT` strings."""
+        return [f"{name}:443:127.0.0.1:{self.port}" for name in (names or self.names)]
+
+    def requests_for(self, path: str | None = None, host: str | None = None) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests
+                    if (path is None or r.path == path or r.target == path)
+                    and (host is None or r.host == host)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def _next_reply(self, rec: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(rec)
+            route = None
+            for key in ((rec.host, rec.target), (None, rec.target), (rec.host, rec.path),
+                        (None, rec.path), (rec.host, "*"), (None, "*")):
+                route = self._routes.get(key)
+                if route is not None:
+                    break
+            if route is None:
+                return Reply(404, [("Content-Type", "text/plain")], b"no route\n")
+            reply = route.replies[min(route.served, len(route.replies) - 1)]
+            route.served += 1
+            return reply
+
+
+# -- bodies tests like to serve ---------------------------------------------------------------
+
+def gzip_bomb(decoded_size: int, chunk: int = 1 << 20) -> bytes:
+    """A gzip stream that expands to `decoded_size` zero bytes, built without holding them."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(chunk)
+    out = []
+    remaining = decoded_size
+    while remaining > 0:
+        n = min(chunk, remaining)
+        out.append(comp.compress(zeros[:n]))
+        remaining -= n
+    out.append(comp.flush())
+    return b"".join(out)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
