@@ -1,0 +1,207 @@
+"""The network transport: urllib3, HTTPS GET only, connecting to the egress-checked address.
+
+What it guarantees (FETCH-01, FETCH-02, FETCH-18, FETCH-24, GUIDE: Security):
+- GET over TLS with certificate and hostname verification, never plain HTTP;
+- no cookies (urllib3 keeps no jar), no credentials, no auth headers — refused if offered;
+- the D-57 User-Agent and `Accept-Encoding: gzip, deflate` on every request;
+- `redirect=False`, `retries=False`, `preload_content=False`: the fetcher decides;
+- the TCP connection goes to `Request.target` (the address egress checked, or the operator's
+  --resolve mapping) while SNI, the Host header and certificate verification use the host
+  name — curl's --resolve semantics, done by a connection subclass that moves only the socket;
+- at most two pooled connections per host (pool maxsize 2, blocking);
+- the body is read with `read1` so a drip yields small reads, the socket timeout before each
+  read is cut to what is left of the attempt's deadline, and decompression is bounded per
+  read (urllib3's max_length), so neither a slow drip nor a gzip bomb outlives its caps.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Callable
+from urllib.parse import urlsplit
+
+import urllib3
+from urllib3.connection import HTTPSConnection
+from urllib3.connectionpool import HTTPSConnectionPool
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    EmptyPoolError,
+    IncompleteRead,
+    InvalidChunkLength,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    SSLError,
+    TimeoutError as Urllib3Timeout,
+)
+from urllib3.util import connection as _connection
+
+from collection.egress import Target
+from collection.transport import (
+    DEFAULT_INFO_URL,
+    DEFAULT_TOKEN,
+    Request,
+    TransportError,
+    check_request_headers,
+    header_value,
+    user_agent,
+)
+
+# The longest a single socket operation may wait. The attempt deadline is checked between
+# reads, so a short per-read timeout keeps a stalled read from outliving it by much.
+READ_GAP_SECONDS = 1.0
+
+
+class _PinnedHTTPSConnection(HTTPSConnection):
+    """An HTTPSConnection whose TCP socket goes to a fixed (address, port).
+
+    `self.host` stays the name, so urllib3 sends it as SNI, checks the certificate against
+    it and writes it in the Host header; only `_new_conn` (the socket) is redirected.
+    """
+
+    def __init__(self, *args, connect_address: tuple[str, int], **kwargs):
+        super().__init__(*args, **kwargs)
+        self._connect_address = connect_address
+
+    def _new_conn(self) -> socket.socket:
+        try:
+            return _connection.create_connection(
+                self._connect_address, self.timeout,
+                source_address=self.source_address, socket_options=self.socket_options)
+        except socket.timeout as exc:
+            raise ConnectTimeoutError(self, f"connection to {self.host} timed out") from exc
+        except OSError as exc:
+            raise NewConnectionError(self, f"failed to connect to {self.host}: {exc}") from exc
+
+
+class _PinnedPool(HTTPSConnectionPool):
+    ConnectionCls = _PinnedHTTPSConnection
+
+
+def _classify(exc: BaseException) -> TransportError:
+    """A urllib3 or socket exception as a page failure code (D-62) and D-08 retryability."""
+    if isinstance(exc, TransportError):
+        return exc
+    if isinstance(exc, (Urllib3Timeout, socket.timeout, EmptyPoolError)):
+        return TransportError("timeout", f"timed out: {exc}", retryable=True)
+    if isinstance(exc, SSLError):
+        return TransportError("tls_error", f"TLS failed: {exc}")
+    if isinstance(exc, DecodeError):
+        return TransportError("body_incomplete", f"broken content encoding: {exc}")
+    chain = [exc, *exc.args] if isinstance(exc, ProtocolError) else [exc]
+    if any(isinstance(e, (IncompleteRead, InvalidChunkLength)) for e in chain):
+        return TransportError("body_incomplete", f"body ended early: {exc}", retryable=True)
+    if any(isinstance(e, socket.timeout) for e in chain):
+        return TransportError("timeout", f"timed out: {exc}", retryable=True)
+    if any(isinstance(e, __import__("ssl").SSLError) for e in chain):
+        return TransportError("tls_error", f"TLS failed: {exc}")
+    return TransportError("connection_error", f"connection failed: {exc}", retryable=True)
+
+
+class _Response:
+    def __init__(self, resp: urllib3.HTTPResponse, deadline: float, monotonic: Callable[[], float]):
+        self._resp = resp
+        self._deadline = deadline
+        self._monotonic = monotonic
+        self._ended = False
+        self.status = resp.status
+        self.headers = tuple((k, v) for k, v in resp.headers.items())
+
+    def header(self, name: str) -> str | None:
+        return header_value(self.headers, name)
+
+    def read(self, amt: int) -> bytes:
+        if self._ended:
+            return b""
+        remaining = self._deadline - self._monotonic()
+        if remaining <= 0:
+            raise TransportError("timeout", "attempt deadline passed while reading the body", retryable=True)
+        conn = self._resp.connection
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            sock.settimeout(max(0.001, min(READ_GAP_SECONDS, remaining)))
+        try:
+            data = self._resp.read1(amt, decode_content=True)
+        except ReadTimeoutError as exc:
+            if self._deadline - self._monotonic() <= 0:
+                raise TransportError("timeout", "attempt deadline passed while reading the body",
+                                     retryable=True) from exc
+            # A quiet gap shorter than the deadline: urllib3 has already dropped the
+            # connection, so the body cannot continue.
+            raise TransportError("timeout", f"read stalled: {exc}", retryable=True) from exc
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a classified code
+            raise _classify(exc) from exc
+        if not data:
+            self._ended = True
+        return data
+
+    def close(self) -> None:
+        if not self._ended:
+            self._resp.close()  # unread body: the connection cannot be reused
+        self._resp.release_conn()
+
+
+class Urllib3Transport:
+    """The network transport (thread-safe; one instance per run)."""
+
+    def __init__(self, *, ca_bundle: str | None = None, token: str = DEFAULT_TOKEN,
+                 info_url: str = DEFAULT_INFO_URL, per_host_connections: int = 2,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 read_gap_seconds: float = READ_GAP_SECONDS):
+        self.user_agent = user_agent(token, info_url)
+        self._ca_bundle = ca_bundle
+        self._per_host = per_host_connections
+        self._monotonic = monotonic
+        self._gap = read_gap_seconds
+        self._pools: dict[tuple[str, int, str, int], _PinnedPool] = {}
+        self._lock = threading.Lock()
+
+    def _pool(self, target: Target) -> _PinnedPool:
+        key = (target.host, target.port, target.address, target.connect_port)
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is None:
+                pool = _PinnedPool(
+                    target.host, target.port, maxsize=self._per_host, block=True,
+                    cert_reqs="CERT_REQUIRED", ca_certs=self._ca_bundle, retries=False,
+                    connect_address=(target.address, target.connect_port))
+                self._pools[key] = pool
+            return pool
+
+    def send(self, request: Request, deadline: float) -> _Response:
+        check_request_headers(request.headers)
+        target = request.target
+        if not isinstance(target, Target):
+            raise TypeError("Urllib3Transport needs Request.target from egress")
+        parts = urlsplit(request.url)
+        if parts.scheme != "https" or (parts.hostname or "") != target.host:
+            raise ValueError(f"request {request.url!r} does not match its target {target.host!r}")
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        remaining = deadline - self._monotonic()
+        if remaining <= 0:
+            raise TransportError("timeout", "attempt deadline passed before sending", retryable=True)
+        headers = {"User-Agent": self.user_agent, "Accept-Encoding": "gzip, deflate"}
+        headers.update(request.headers)
+        pool = self._pool(target)
+        try:
+            resp = pool.urlopen(
+                "GET", path, headers=headers, redirect=False, retries=False,
+                preload_content=False, decode_content=True, assert_same_host=False,
+                release_conn=False, pool_timeout=remaining,
+                timeout=urllib3.Timeout(connect=remaining, read=remaining))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a classified code
+            raise _classify(exc) from exc
+        if self._monotonic() >= deadline:
+            resp.close()
+            resp.release_conn()
+            raise TransportError("timeout", "attempt deadline passed before the headers arrived", retryable=True)
+        return _Response(resp, deadline, self._monotonic)
+
+    def close(self) -> None:
+        with self._lock:
+            for pool in self._pools.values():
+                pool.close()
+            self._pools.clear()
