@@ -151,7 +151,7 @@ def build(output: Path, commit: str = "HEAD") -> Path:
                    "--no-emit-warnings",
                    "-o", str(partial)]
             log(f"running pex for {len(PLATFORMS)} targets: {', '.join(PLATFORMS)}")
-            run(cmd, env=env, cwd=tmp)
+            run(cmd, env=env, cwd=tmp, stdout=sys.stderr)
             os.replace(partial, output)
     return output
 
