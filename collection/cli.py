@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from collection import __version__
-from collection.commands import explain
+from collection.commands import explain, validate
 
 
 def _version_text() -> str:
@@ -27,6 +27,7 @@ def cli() -> None:
 
 
 cli.add_command(explain.command)
+cli.add_command(validate.command)
 
 
 def main() -> None:
