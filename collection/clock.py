@@ -1,0 +1,179 @@
+"""The clock the shell injects into the run loop, the fetcher and the replay transport.
+
+The core never reads a clock (GUIDE, "a pure core inside a thin shell"): the scheduler and
+the budgets take `now` as an argument, and this module is where `now` comes from.
+
+- `SystemClock`: `time.monotonic`, a real sleep, `time.time`.
+- `VirtualClock`: time that jumps to deadlines, so a replayed corpus that takes an hour
+  live runs in seconds with the same timestamps.
+
+Threads and the virtual clock
+-----------------------------
+A virtual clock with one thread is trivial: `sleep_until` sets the time to the deadline.
+With several worker threads that is wrong, because one worker sleeping until t=5 would
+drag the others (which meant to start at t=1) into its future. So the virtual clock has
+a second mode: *participants*. Every thread that takes part in a run is enrolled before
+it starts (`enroll()`, from the thread that creates the workers, so no worker can race
+ahead of an unregistered sibling), and leaves when it is done (the `Participant` is a
+context manager). While there are participants, time advances only when every one of
+them is inside `sleep_until`; it then jumps to the earliest deadline among them, and only
+the sleepers whose deadline has come wake up. This is the discrete-event rule: no thread
+can observe time passing while another thread still has work to do "now".
+
+The contract that keeps this correct: a participant blocks only in `sleep_until`, or on a
+mutex held briefly by a participant that is running (a thread waiting for a lock counts as
+running, so it holds time still, which is what we want). A participant must never block
+on a queue, an event or a join that only a *sleeping* participant can release — that
+would deadlock, because the sleeper waits for time and time waits for everyone. A
+worker with nothing to do leaves, or sleeps until the next instant it could have work.
+
+With no participants enrolled, `sleep_until` simply jumps (the single-threaded mode the
+replay run loop uses when it fetches cooperatively). Wake-up order among sleepers sharing
+one deadline is not defined; a run whose outputs must be byte-exact does not depend on it
+(the relation is sorted, GUIDE: fetch order never changes the bytes).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol, runtime_checkable
+
+# A fixed, recognisable default epoch for virtual runs: 2024-01-01T00:00:00Z.
+DEFAULT_VIRTUAL_WALL = 1_704_067_200.0
+
+
+@runtime_checkable
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def sleep_until(self, deadline: float) -> None: ...
+
+    def wall(self) -> float: ...
+
+
+class SystemClock:
+    """The real clock. `sleep_until` takes a deadline on the monotonic scale."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def wall(self) -> float:
+        return time.time()
+
+    def sleep_until(self, deadline: float) -> None:
+        # time.sleep may wake early on some platforms; loop until the deadline has passed
+        # so a politeness gap is never shortened by a spurious wake-up.
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(remaining)
+
+
+class Participant:
+    """One enrolled thread of a `VirtualClock`; leaving is idempotent."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self._clock = clock
+        self._left = False
+
+    def leave(self) -> None:
+        if not self._left:
+            self._left = True
+            self._clock._leave(threading.get_ident())
+
+    def __enter__(self) -> Participant:
+        # Binding the participant to the thread that uses it lets the clock tell a
+        # participant's sleep from an outsider's (a supervising thread, a test).
+        self._clock._bind(threading.get_ident())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.leave()
+
+
+class VirtualClock:
+    """Time that jumps to deadlines. See the module docstring for the threading rule."""
+
+    def __init__(self, start_wall: float = DEFAULT_VIRTUAL_WALL, start_monotonic: float = 0.0) -> None:
+        self._cond = threading.Condition()
+        self._now = float(start_monotonic)
+        self._wall_offset = float(start_wall) - float(start_monotonic)
+        self._participants = 0
+        self._bound: set[int] = set()
+        self._sleepers: dict[object, float] = {}        # participants inside sleep_until
+        self._outsiders: dict[object, float] = {}       # other threads inside sleep_until
+
+    # --- reading -------------------------------------------------------------------
+    def monotonic(self) -> float:
+        with self._cond:
+            return self._now
+
+    def wall(self) -> float:
+        with self._cond:
+            return self._wall_offset + self._now
+
+    @property
+    def participants(self) -> int:
+        with self._cond:
+            return self._participants
+
+    # --- moving time -------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        """Move time forward from outside (tests); wakes every sleeper whose deadline came."""
+        if seconds < 0:
+            raise ValueError("a clock never goes backwards")
+        with self._cond:
+            self._now += seconds
+            self._cond.notify_all()
+
+    def sleep_until(self, deadline: float) -> None:
+        with self._cond:
+            if deadline <= self._now:
+                return
+            if self._participants == 0:
+                self._now = deadline
+                self._cond.notify_all()
+                return
+            # An outsider waits for time like anyone else but never holds it still: only
+            # participants count towards "everyone is waiting".
+            waiting = self._sleepers if threading.get_ident() in self._bound else self._outsiders
+            token = object()
+            waiting[token] = deadline
+            try:
+                self._maybe_advance()
+                while self._now < deadline:
+                    self._cond.wait()
+            finally:
+                del waiting[token]
+
+    def enroll(self) -> Participant:
+        """Register one participant; call it before starting the thread that will use it."""
+        with self._cond:
+            self._participants += 1
+        return Participant(self)
+
+    def _bind(self, ident: int) -> None:
+        with self._cond:
+            self._bound.add(ident)
+
+    def _leave(self, ident: int) -> None:
+        with self._cond:
+            self._participants -= 1
+            self._bound.discard(ident)
+            self._maybe_advance()
+
+    def _maybe_advance(self) -> None:
+        # Called with the lock held. A sleeper that was woken but has not yet removed
+        # itself still has a deadline <= now, so the minimum below cannot move time past
+        # it: stale entries hold time still instead of letting it run ahead.
+        if len(self._sleepers) < self._participants:
+            return
+        deadlines = [*self._sleepers.values(), *self._outsiders.values()]
+        if not deadlines:
+            return
+        earliest = min(deadlines)
+        if earliest > self._now:
+            self._now = earliest
+        self._cond.notify_all()
