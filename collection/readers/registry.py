@@ -29,7 +29,10 @@ def _web_extract_columns(options: dict[str, Any]) -> tuple[str, ...]:
 
 def _html_tabular_columns(options: dict[str, Any]) -> tuple[str, ...]:
     if "table" in options:
-        return tuple(options["table"]["columns"])
+        # A column is a name (the header cell equals it) or {name, header}, for header
+        # cells that are not identifiers or that repeat under a colspan.
+        return tuple(column if isinstance(column, str) else column["name"]
+                     for column in options["table"]["columns"])
     return tuple(column["name"] for column in options["records"]["columns"])
 
 

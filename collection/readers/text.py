@@ -1,0 +1,198 @@
+"""Shared text rules of the Readers: charset detection, HTML parsing, text normalisation (pure).
+
+Every Reader's text goes through `normalize` (one line) or `normalize_block` (several
+lines), so the same bytes give the same characters every time: Unicode NFC, entities
+decoded by the parser, runs of whitespace collapsed to one space, C0/C1 controls dropped.
+
+Encoding (docs/readers.md): a byte-order mark, then the Content-Type `charset`, then (HTML)
+`<meta charset>` / `<meta http-equiv=Content-Type>` in the first 1024 bytes or (XML) the XML
+declaration, then the fallback: UTF-8 when the bytes are valid UTF-8, else windows-1252.
+The BOM comes first because that is what browsers do (WHATWG "decode"), and a BOM that
+disagrees with the header is the page telling the truth about its own bytes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import unicodedata
+from typing import Any
+
+from lxml import etree, html
+
+# WHATWG maps these labels to windows-1252; pages labelled latin-1 are cp1252 in practice
+# (curly quotes in 0x80–0x9F), and reading them as true latin-1 would yield C1 controls.
+_WHATWG_ALIASES = {
+    "iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",
+    "l1": "cp1252", "ascii": "cp1252", "us-ascii": "cp1252", "windows-1252": "cp1252",
+    "cp1252": "cp1252", "x-cp1252": "cp1252", "iso_8859-1": "cp1252", "cp819": "cp1252",
+    "ibm819": "cp1252", "iso-ir-100": "cp1252", "csisolatin1": "cp1252",
+    "utf8": "utf-8", "unicode-1-1-utf-8": "utf-8", "x-sjis": "shift_jis", "gb2312": "gb18030", "gbk": "gb18030",
+}
+# Encodings a page may name that would decode bytes as something no page is (UTF-7 is a
+# known XSS vector; the UTF-16/32 labels without a BOM are refused by WHATWG too).
+_REFUSED = {"utf-7", "utf_7", "utf-16", "utf-32", "utf_16", "utf_32", "utf-16-le", "utf-16-be",
+            "utf_16_le", "utf_16_be", "utf-32-le", "utf-32-be", "utf_32_le", "utf_32_be"}
+
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE, whose BOM is its prefix
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+_CHARSET_PARAM = re.compile(r""";\s*charset\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;]+))""", re.I)
+_META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.I)
+_XML_DECLARATION = re.compile(rb"""\A\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.\-]+)["']""")
+_XML_DECLARATION_TEXT = re.compile(r"""\A\s*<\?xml[^>]*\?>""")
+_WHITESPACE = re.compile(r"\s+")
+# Controls other than whitespace, and the noncharacters U+FFFE/U+FFFF, never reach a row.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
+
+
+def media_type(content_type: str | None) -> str | None:
+    """The lowercased type/subtype of a Content-Type value, parameters dropped (D-37)."""
+    if content_type is None:
+        return None
+    essence = content_type.split(";", 1)[0].strip().lower()
+    return essence or None
+
+
+def charset_parameter(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    match = _CHARSET_PARAM.search(content_type)
+    if not match:
+        return None
+    return next(group for group in match.groups() if group is not None).strip()
+
+
+def _codec(label: str | None) -> str | None:
+    """A Python codec name for a charset label, or None for an unknown or refused one."""
+    if not label:
+        return None
+    label = label.strip().lower()
+    if label in _WHATWG_ALIASES:
+        return _WHATWG_ALIASES[label]
+    if label in _REFUSED:
+        return None
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        return None
+    if name in _REFUSED or name.startswith(("utf-16", "utf-32", "utf_16", "utf_32")):
+        return None
+    return name
+
+
+def detect_encoding(body: bytes, content_type: str | None, kind: str = "html") -> tuple[str, int]:
+    """(codec, number of BOM bytes to skip) for `body`; `kind` is "html", "xml" or "json"."""
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return name, len(bom)
+    declared = _codec(charset_parameter(content_type))
+    if declared:
+        return declared, 0
+    head = body[:1024]
+    if kind == "html":
+        match = _META_CHARSET.search(head)
+        if match:
+            inner = _codec(match.group(1).decode("ascii", "replace"))
+            if inner:
+                return inner, 0
+    elif kind == "xml":
+        match = _XML_DECLARATION.match(head)
+        if match:
+            inner = _codec(match.group(1).decode("ascii", "replace"))
+            if inner:
+                return inner, 0
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return ("utf-8" if kind == "json" else "cp1252"), 0
+    return "utf-8", 0
+
+
+def decode_text(body: bytes, content_type: str | None, kind: str = "html") -> str:
+    """The page as text under the encoding rule; undecodable bytes become U+FFFD."""
+    codec, skip = detect_encoding(body, content_type, kind)
+    return body[skip:].decode(codec, errors="replace")
+
+
+def normalize(text: str | None) -> str:
+    """One line of text: NFC, controls dropped, whitespace runs collapsed, trimmed."""
+    if not text:
+        return ""
+    text = _CONTROLS.sub("", unicodedata.normalize("NFC", text))
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def normalize_block(text: str | None) -> str:
+    """Several lines: each line normalised, empty lines dropped, joined with "\\n"."""
+    if not text:
+        return ""
+    lines = (normalize(line) for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+# --- HTML ----------------------------------------------------------------------------
+
+_HTML_PARSER = html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
+                               no_network=True, default_doctype=False)
+
+
+def parse_html(body: bytes, content_type: str | None) -> Any:
+    """The document element of `body`, parsed after our own charset decision.
+
+    The text is re-encoded as UTF-8 and the parser told so, so a `<meta charset>` or XML
+    declaration inside the page cannot make libxml2 decode the bytes a second, different way.
+    Raises ValueError when there is no document at all.
+    """
+    text = decode_text(body, content_type, "html")
+    text = _XML_DECLARATION_TEXT.sub("", text, count=1)
+    if not text.strip():
+        raise ValueError("the page is empty")
+    root = html.document_fromstring(text.encode("utf-8"), parser=_HTML_PARSER)
+    if root is None:
+        raise ValueError("the page holds no HTML document")
+    return root
+
+
+# Elements whose start and end break a line of text; everything else is inline.
+BLOCK_TAGS = frozenset("""
+address article aside blockquote body br caption center dd details dialog div dl dt fieldset figcaption figure
+footer form h1 h2 h3 h4 h5 h6 header hr html legend li main nav ol p pre section summary table tbody td tfoot th
+thead tr ul option
+""".split())
+SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title", "iframe", "object", "svg", "math"})
+
+
+def inline_text(element: Any) -> str:
+    """The element's text on one line: block boundaries and <br> count as whitespace."""
+    parts: list[str] = []
+    _gather(element, parts, top=True)
+    return normalize("".join(parts))
+
+
+def block_text(element: Any) -> str:
+    """The element's text with block structure kept: each block on its own line."""
+    parts: list[str] = []
+    _gather(element, parts, top=True, newline="\n")
+    return normalize_block("".join(parts))
+
+
+def _gather(element: Any, parts: list[str], top: bool = False, newline: str = " ") -> None:
+    tag = element.tag if isinstance(element.tag, str) else None
+    if tag is not None and tag.lower() not in SKIP_TAGS or (top and tag is not None):
+        block = tag is not None and tag.lower() in BLOCK_TAGS
+        if block:
+            parts.append(newline)
+        if element.text:
+            parts.append(element.text)
+        for child in element:
+            _gather(child, parts, newline=newline)
+        if block:
+            parts.append(newline)
+    if not top and element.tail:
+        parts.append(element.tail)

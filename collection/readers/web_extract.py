@@ -1,0 +1,211 @@
+"""`html.web_extract` 1.1.0: one row per page — title, story and the chosen metadata (pure).
+
+`story` is the page's main text with block structure kept (one paragraph, heading, list
+item, quote or code block per line) and boilerplate removed. Unless the options name a
+`story` selector, the engine is trafilatura, pinned exactly in pyproject.toml: it measured
+best on the article-extraction set (bench/extraction.py), and an exact pin means the same
+bytes give the same story for as long as the Reader version stays 1.1.0. It is called with
+metadata extraction off, so nothing in it reads the clock (its date code uses `now()`).
+
+Title and metadata are our own, from the page's declared metadata (Open Graph, meta
+names, JSON-LD, <time>, <link rel=canonical>, <html lang>), so they are exact and cheap.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+from urllib.parse import urljoin
+
+from collection.readers.base import Rows, reader
+from collection.readers.text import block_text, inline_text, normalize, normalize_block, parse_html
+from collection.selectors import compile_selector
+
+FAMILY_ID = "html.web_extract"
+
+# Metadata found in <meta>: (attribute, value) pairs in order of preference.
+_META = {
+    "title": (("property", "og:title"), ("name", "twitter:title"), ("name", "dc.title")),
+    "published_at": (("property", "article:published_time"), ("itemprop", "datePublished"),
+                     ("name", "article:published_time"), ("name", "date"), ("name", "pubdate"),
+                     ("name", "publishdate"), ("name", "dc.date.issued"), ("name", "dcterms.created"),
+                     ("name", "sailthru.date"), ("property", "og:published_time")),
+    "modified_at": (("property", "article:modified_time"), ("itemprop", "dateModified"),
+                    ("property", "og:updated_time"), ("name", "last-modified"), ("name", "dcterms.modified")),
+    "author": (("name", "author"), ("property", "article:author"), ("name", "dc.creator"),
+               ("name", "sailthru.author"), ("name", "byl"), ("itemprop", "author")),
+    "description": (("name", "description"), ("property", "og:description"), ("name", "twitter:description"),
+                    ("name", "dc.description")),
+    "canonical_url": (("property", "og:url"),),
+    "language": (("http-equiv", "content-language"), ("name", "language"), ("name", "dc.language")),
+}
+_JSON_LD = {"title": ("headline", "name"), "published_at": ("datePublished", "dateCreated"),
+            "modified_at": ("dateModified",), "author": ("author", "creator"), "description": ("description",),
+            "canonical_url": ("url", "mainEntityOfPage"), "language": ("inLanguage",)}
+_ARTICLE_TYPES = {"article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
+                  "webpage", "report", "scholarlyarticle", "techarticle", "opinionnewsarticle", "legislation"}
+
+
+@reader(FAMILY_ID)
+def read(options: Mapping[str, Any], body: bytes, content_type: str, url: str) -> Rows:
+    root = parse_html(body, content_type)
+    selectors = options.get("selectors", {})
+    metadata = tuple(options.get("metadata", ()))
+    values: dict[str, str] = {}
+    for name in ("title", *metadata):
+        if name in selectors:
+            values[name] = _by_selector(root, selectors[name], name, url)
+        else:
+            values[name] = _found(root, name, url)
+    # The story comes last: the engine prunes the tree it is given.
+    if "story" in selectors:
+        matches = compile_selector(selectors["story"]).select(root)
+        values["story"] = normalize_block("\n".join(block_text(element) for element in _outermost(matches)))
+    else:
+        values["story"] = _engine_story(root, url)
+    return ((values["title"], values["story"], *(values[name] for name in metadata)),)
+
+
+def _outermost(elements: list) -> Iterable:
+    """Matches not inside another match, so a nested match is not read twice."""
+    chosen = set()
+    for element in elements:
+        if not any(ancestor in chosen for ancestor in element.iterancestors()):
+            chosen.add(element)
+            yield element
+
+
+def _value(element: Any, name: str, url: str) -> str:
+    """What an element says for a field: meta content, link href, time datetime, else its text."""
+    tag = element.tag.lower() if isinstance(element.tag, str) else ""
+    if tag == "meta":
+        text = normalize(element.get("content"))
+    elif name == "canonical_url" and element.get("href") is not None:
+        text = normalize(element.get("href"))
+    elif name in ("published_at", "modified_at") and element.get("datetime") is not None:
+        text = normalize(element.get("datetime"))
+    elif name == "language" and element.get("lang") is not None:
+        text = normalize(element.get("lang"))
+    else:
+        text = inline_text(element)
+    if name == "canonical_url" and text:
+        text = _absolute(url, text)
+    return text
+
+
+def _absolute(base: str, reference: str) -> str:
+    try:
+        return urljoin(base, reference) if base else reference
+    except ValueError:
+        return reference
+
+
+def _by_selector(root: Any, selector: str, name: str, url: str) -> str:
+    for element in compile_selector(selector).select(root):
+        text = _value(element, name, url)
+        if text:
+            return text
+    return ""
+
+
+def _meta_index(root: Any) -> dict[tuple[str, str], str]:
+    index: dict[tuple[str, str], str] = {}
+    for meta in root.iter("meta"):
+        content = meta.get("content")
+        if content is None or not normalize(content):
+            continue
+        for attribute in ("property", "name", "itemprop", "http-equiv"):
+            key = meta.get(attribute)
+            if key:
+                index.setdefault((attribute, key.strip().lower()), normalize(content))
+    return index
+
+
+def _found(root: Any, name: str, url: str) -> str:
+    meta = _meta_index(root)
+    for key in _META.get(name, ()):
+        value = meta.get(key)
+        if value and not (name == "author" and value.startswith(("http://", "https://"))):
+            return _absolute(url, value) if name == "canonical_url" else value
+    if name == "canonical_url":
+        for link in root.iter("link"):
+            if "canonical" in (link.get("rel") or "").lower().split() and normalize(link.get("href")):
+                return _absolute(url, normalize(link.get("href")))
+    if name == "language":
+        lang = normalize(root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang"))
+        if lang:
+            return lang
+    ld = _json_ld_value(root, name)
+    if ld:
+        return _absolute(url, ld) if name == "canonical_url" else ld
+    if name == "title":
+        for element in root.iter("title"):
+            text = inline_text(element)
+            if text:
+                return text
+        for element in root.iter("h1"):
+            text = inline_text(element)
+            if text:
+                return text
+    if name in ("published_at", "modified_at"):
+        for element in root.iter("time"):
+            if element.get("datetime") and (name == "published_at" or "updated" in (element.get("class") or "")):
+                return normalize(element.get("datetime"))
+    if name == "author":
+        for element in root.iter("a", "span", "div", "p"):
+            if "author" in (element.get("rel") or "").split() or element.get("itemprop") == "author":
+                text = inline_text(element)
+                if text:
+                    return text
+    return ""
+
+
+def _json_ld_objects(root: Any) -> Iterable[dict]:
+    for script in root.iter("script"):
+        if (script.get("type") or "").strip().lower() != "application/ld+json" or not script.text:
+            continue
+        try:
+            data = json.loads(script.text)
+        except ValueError:
+            continue
+        stack = [data]
+        while stack:
+            item = stack.pop(0)
+            if isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, dict):
+                yield item
+                if isinstance(item.get("@graph"), list):
+                    stack.extend(item["@graph"])
+
+
+def _json_ld_value(root: Any, name: str) -> str:
+    for item in _json_ld_objects(root):
+        types = item.get("@type")
+        types = {str(t).lower() for t in (types if isinstance(types, list) else [types])}
+        if not types & _ARTICLE_TYPES:
+            continue
+        for key in _JSON_LD.get(name, ()):
+            text = _ld_text(item.get(key))
+            if text:
+                return text
+    return ""
+
+
+def _ld_text(value: Any) -> str:
+    if isinstance(value, str):
+        return normalize(value)
+    if isinstance(value, dict):
+        return _ld_text(value.get("name") or value.get("@id") or value.get("url"))
+    if isinstance(value, list):
+        names = [_ld_text(item) for item in value]
+        return ", ".join(name for name in names if name)
+    return ""
+
+
+def _engine_story(root: Any, url: str) -> str:
+    import trafilatura  # imported lazily: only pins without a story selector need it
+
+    text = trafilatura.extract(root, url=url or None, output_format="txt", with_metadata=False,
+                               include_comments=False, favor_precision=True, deduplicate=False)
+    return normalize_block(text or "")
