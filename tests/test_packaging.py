@@ -1,0 +1,219 @@
+"""The zipapp: `build_zipapp.py` builds one `collection.pyz` that runs under each CPython.
+
+The pyz is built once per session from the current commit into a temporary directory
+(or `dist/collection.pyz` is reused when it carries the current commit), then run the way
+an operator runs it: `python3 -I collection.pyz ...` from an empty directory, with an empty
+PEX_ROOT and HOME, under every local CPython 3.11 / 3.12 / 3.13 that can be found.
+Figures (sizes, startup times) live in bench/startup.py, not here.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import collection
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build_zipapp.py"
+RECIPE = ROOT / "fixtures" / "recipes" / "council_decisions.json"
+PYTHON_VERSIONS = ["3.11", "3.12", "3.13"]
+TIMEOUT = 120   # a hang must fail the test, not stall CI
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def embedded_commit(pyz: Path) -> str | None:
+    """The commit written into a built pyz (collection/_commit.txt inside its wheel), if any."""
+    try:
+        with zipfile.ZipFile(pyz) as zf:
+            for name in zf.namelist():
+                if name.endswith("/collection/_commit.txt"):
+                    return zf.read(name).decode().strip()
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return None
+
+
+def build(output: Path, commit: str) -> Path:
+    proc = subprocess.run([sys.executable, str(BUILD), "--commit", commit, "-o", str(output)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"build_zipapp.py failed:\n{proc.stdout}\n{proc.stderr}"
+    assert output.is_file()
+    return output
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """(path of the pyz, commit it was built from) — built once per session."""
+    commit = _git("rev-parse", "HEAD")
+    dist = ROOT / "dist" / "collection.pyz"
+    if embedded_commit(dist) == commit:
+        return dist, commit
+    return build(tmp_path_factory.mktemp("pyz") / "collection.pyz", commit), commit
+
+
+def _works(python: str) -> bool:
+    try:
+        return subprocess.run([python, "-c", "pass"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def find_python(version: str) -> str | None:
+    """A runnable CPython `version`: on PATH, else under pyenv's versions (its shims may refuse)."""
+    candidates = [shutil.which(f"python{version}")]
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates += sorted(glob.glob(str(pyenv_root / "versions" / f"{version}.*" / "bin" / f"python{version}")),
+                         reverse=True)
+    for cand in candidates:
+        if cand and _works(cand):
+            return cand
+    return None
+
+
+def run_pyz(python: str, pyz: Path, args: list[str], pex_root: Path, cwd: Path,
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -I collection.pyz ARGS` as on a server: no project, no PYTHON*/PEX_* settings."""
+    home = pex_root.parent / "home"
+    home.mkdir(exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
+           "PEX_ROOT": str(pex_root), **(extra_env or {})}
+    return subprocess.run([python, "-I", str(pyz), *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+
+
+def listed_commands(help_text: str) -> list[str]:
+    """The subcommands a click group's --help lists under 'Commands:'."""
+    _, _, tail = help_text.partition("\nCommands:\n")
+    return [m.group(1) for m in re.finditer(r"^  (\S+)", tail, re.M)]
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """An empty directory holding only a copy of the example recipe; nothing of the project."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    shutil.copy(RECIPE, cwd / RECIPE.name)
+    return cwd
+
+
+def test_pyz_is_a_python3_zipapp(built):
+    pyz, _ = built
+    with open(pyz, "rb") as fh:
+        assert fh.readline() == b"#!/usr/bin/env python3\n"
+    assert zipfile.is_zipfile(pyz)
+
+
+def test_pyz_carries_native_wheels_for_every_target(built):
+    """lxml and rpds-py are native: one wheel per CPython minor per architecture."""
+    pyz, _ = built
+    with zipfile.ZipFile(pyz) as zf:
+        deps = {name.split("/")[1] for name in zf.namelist() if name.startswith(".deps/")}
+    for project in ("lxml", "rpds_py"):
+        for py in PYTHON_VERSIONS:
+            tag = "cp" + py.replace(".", "")
+            for arch in ("x86_64", "aarch64"):
+                assert any(d.startswith(f"{project}-") and f"-{tag}-{tag}-" in d and arch in d
+                           for d in deps), f"no {project} wheel for {tag} {arch} in {sorted(deps)}"
+    assert any(d.startswith("collection-") for d in deps)
+
+
+@pytest.mark.parametrize("version", PYTHON_VERSIONS)
+def test_every_subcommand_runs_from_the_pyz(built, version, tmp_path, workdir):
+    python = find_python(version)
+    if python is None:
+        pytest.skip(f"no CPython {version} on this machine")
+    pyz, commit = built
+    pex_root = tmp_path / "pex_root"          # empty: the first run extracts
+
+    res = run_pyz(python, pyz, ["--version"], pex_root, workdir)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"collection {collection.__version__} (commit {commit})"
+
+    res = run_pyz(python, pyz, ["--help"], pex_root, workdir)
+    assert res.returncode == 0, res.stderr
+    commands = listed_commands(res.stdout)
+    assert "explain" in commands and "validate" in commands, res.stdout
+    for name in commands:
+        res = run_pyz(python, pyz, [name, "--help"], pex_root, workdir)
+        assert res.returncode == 0, f"{name} --help: {res.stderr}"
+        assert "Usage:" in res.stdout
+
+    res = run_pyz(python, pyz, ["explain", "REQUEST_BUDGET_SUM"], pex_root, workdir)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("REQUEST_BUDGET_SUM")
+
+    res = run_pyz(python, pyz, ["validate", RECIPE.name], pex_root, workdir)
+    assert res.returncode == 0, f"validate: {res.stdout}\n{res.stderr}"
+
+    res = run_pyz(python, pyz, ["explain", "NO_SUCH_CODE"], pex_root, workdir)
+    assert res.returncode == 2, "a usage error keeps exit code 2 through the pyz"
+
+
+def test_the_code_comes_from_the_pyz_not_from_the_checkout(built, tmp_path, workdir):
+    """Under `-I` from an empty directory, every import resolves inside PEX_ROOT."""
+    python = find_python("3.11") or sys.executable
+    pyz, _ = built
+    pex_root = tmp_path / "pex_root"
+    code = "import collection, click, lxml.etree, jsonschema; print(collection.__file__); print(lxml.etree.__file__)"
+    res = run_pyz(python, pyz, ["-c", code], pex_root, workdir, {"PEX_INTERPRETER": "1"})
+    assert res.returncode == 0, res.stderr
+    paths = res.stdout.split()
+    assert len(paths) == 2
+    for path in paths:
+        assert Path(path).resolve().is_relative_to(pex_root.resolve()), path
+        assert not Path(path).resolve().is_relative_to(ROOT)
+
+
+def test_eight_concurrent_first_runs_on_an_empty_cache_all_succeed(built, tmp_path, workdir):
+    python = find_python("3.11") or sys.executable
+    pyz, _ = built
+    pex_root = tmp_path / "pex_root"
+    (tmp_path / "home").mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path / "home"),
+           "LANG": "C.UTF-8", "PEX_ROOT": str(pex_root)}
+    procs = [subprocess.Popen([python, "-I", str(pyz), "explain", "REQUEST_BUDGET_SUM"], cwd=workdir, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    results = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        results.append((proc.returncode, out, err))
+    failures = [r for r in results if r[0] != 0]
+    assert not failures, failures
+    assert len({out for _, out, _ in results}) == 1, "every run printed the same report"
+
+
+def test_two_builds_of_one_commit_are_byte_identical(built, tmp_path):
+    pyz, commit = built
+    again = build(tmp_path / "again" / "collection.pyz", commit)
+    assert _sha256(again) == _sha256(pyz)
+
+
+def test_listed_commands_parses_click_help():
+    text = "Usage: x\n\nOptions:\n  --help  Show.\n\nCommands:\n  explain   Print.\n  validate  Check.\n"
+    assert listed_commands(text) == ["explain", "validate"]
+    assert listed_commands("Usage: x\n") == []
