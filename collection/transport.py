@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 PRODUCT_VERSION = "1.0"
 DEFAULT_TOKEN = "CollectionBot"
@@ -82,9 +82,16 @@ class Response(Protocol):
 
 
 class Transport(Protocol):
-    def send(self, request: Request, deadline: float) -> Response:
+    def monotonic(self) -> float:
+        """The clock that `deadline` is measured on (real time for the network)."""
+
+    def send(self, request: Request, deadline: float,
+             before_write: Callable[[], None] | None = None) -> Response:
         """Send `request` and return once the status and headers arrived (before the body).
 
+        `before_write` is called once the connection is established, just before the request
+        is written: the fetcher takes its politeness slot there, so the gap between two
+        requests holds where the origin sees it (arrival), not where they leave (GUIDE).
         Raises TransportError (code timeout when `deadline` passes first)."""
 
 

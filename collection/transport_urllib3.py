@@ -55,6 +55,11 @@ from collection.transport import (
 READ_GAP_SECONDS = 1.0
 
 
+# The before_write hook of the request being sent on this thread (urlopen runs in the
+# caller's thread, so a thread-local reaches the connection without touching the pool).
+_hooks = threading.local()
+
+
 class _PinnedHTTPSConnection(HTTPSConnection):
     """An HTTPSConnection whose TCP socket goes to a fixed (address, port).
 
@@ -65,6 +70,15 @@ class _PinnedHTTPSConnection(HTTPSConnection):
     def __init__(self, *args, connect_address: tuple[str, int], **kwargs):
         super().__init__(*args, **kwargs)
         self._connect_address = connect_address
+
+    def request(self, *args, **kwargs):  # noqa: D401 - urllib3 hook
+        # urlopen has connected (or reused a live connection) by now; what remains is
+        # writing the request line, so this is the instant politeness must gate.
+        hook = getattr(_hooks, "before_write", None)
+        if hook is not None:
+            _hooks.before_write = None
+            hook()
+        return super().request(*args, **kwargs)
 
     def _new_conn(self) -> socket.socket:
         try:
@@ -171,7 +185,11 @@ class Urllib3Transport:
                 self._pools[key] = pool
             return pool
 
-    def send(self, request: Request, deadline: float) -> _Response:
+    def monotonic(self) -> float:
+        return self._monotonic()
+
+    def send(self, request: Request, deadline: float,
+             before_write: Callable[[], None] | None = None) -> _Response:
         check_request_headers(request.headers)
         target = request.target
         if not isinstance(target, Target):
@@ -186,14 +204,21 @@ class Urllib3Transport:
         headers = {"User-Agent": self.user_agent, "Accept-Encoding": "gzip, deflate"}
         headers.update(request.headers)
         pool = self._pool(target)
+        _hooks.before_write = before_write
         try:
             resp = pool.urlopen(
                 "GET", path, headers=headers, redirect=False, retries=False,
                 preload_content=False, decode_content=True, assert_same_host=False,
                 release_conn=False, pool_timeout=remaining,
                 timeout=urllib3.Timeout(connect=remaining, read=remaining))
+        except TransportError:
+            raise
         except Exception as exc:  # noqa: BLE001 - every failure becomes a classified code
+            if not isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
+                raise  # the hook's own exceptions (e.g. the run deadline) pass through
             raise _classify(exc) from exc
+        finally:
+            _hooks.before_write = None
         if self._monotonic() >= deadline:
             resp.close()
             resp.release_conn()

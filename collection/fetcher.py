@@ -1,0 +1,601 @@
+"""The fetcher: from "the run wants this address" to a verified body or a classified failure.
+
+Shell code around pure decisions. The pure parts sit at the top of this module
+(`status_decision`, `redirect_decision`, `range_plan`, `parse_content_range`; retry policy
+in collection.retry, media types in collection.mediatypes); `Fetcher` strings them together with the transport, the egress check,
+the budgets, the politeness scheduler, robots.txt and the clock. See docs/fetcher.md.
+
+One logical fetch per call (D-47): its redirect hops, retries and range requests belong to
+it, and every one of them is an HTTP request reserved against the budget before it is sent
+(FETCH-05..08, D-05, D-07) and paced by the politeness scheduler (D-10). Thread-safe: the
+run loop calls `fetch` from up to min(concurrency, 25) worker threads; the budget and the
+scheduler are plain objects guarded here by one lock held only for their calls.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+from urllib.parse import urlsplit
+
+from collection import budgets as B
+from collection import codes
+from collection import urls
+from collection.mediatypes import accept_header, accepts, media_type
+from collection.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_retry_after
+from collection.egress import Egress, EgressRefused
+from collection.politeness import NEVER, Politeness, Ticket
+from collection.transport import (
+    DEFAULT_TOKEN,
+    Request,
+    Response,
+    Transport,
+    TransportError,
+    header_value,
+)
+
+FETCHED = "fetched"
+FAILED = "failed"
+SKIPPED_ORIGIN = "skipped_origin"
+STOPPED = "stopped"          # a budget or the run deadline refused the next request: not a failure
+
+MAX_REDIRECTS = 5                        # D-25
+RANGE_THRESHOLD = 4 * 1024 * 1024        # bodies above this are fetched in ranges (FETCH-25)
+RANGE_SIZE = 4 * 1024 * 1024             # bytes per range request
+MAX_BODY_BYTES = 64 * 1024 * 1024        # one body held in memory at most (decoded)
+READ_SIZE = 64 * 1024
+ROBOTS_PARSE_BYTES = 512 * 1024          # D-58: parse at least 500 KiB
+_POLL_SECONDS = 0.05                     # how often a worker looks again while a host's cap is full
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+# --- values -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FetchSpec:
+    """What the run wants: a canonical address, listing or page, and the media types it takes."""
+
+    url: str
+    kind: str = B.PAGE                  # budgets.LISTING or budgets.PAGE
+    accepted: tuple[str, ...] = ()      # lowercase type/subtype; empty accepts anything
+
+
+@dataclass(frozen=True)
+class FetchOutcome:
+    url: str
+    outcome: str                                    # FETCHED, FAILED, SKIPPED_ORIGIN or STOPPED
+    final_url: str | None = None                    # where the body came from after redirects
+    status: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None                       # content-encoding removed (D-30)
+    content_sha256: str | None = None               # lowercase hex of `body` (D-30)
+    media_type: str | None = None
+    failure_code: str | None = None                 # a page failure code of collection.codes
+    liveness: str | None = None                     # D-62
+    landed_url: str | None = None                   # SKIPPED_ORIGIN after a redirect (URL-15)
+    stopped_by: str | None = None                   # STOPPED: the ceiling (budgets names)
+    detail: str = ""                                # human text; tests never assert on it
+    requests: int = 0                               # HTTP requests charged to this fetch
+    retries: int = 0
+    redirects: int = 0
+    ranges: int = 0
+
+
+# --- pure decisions -----------------------------------------------------------------------
+
+def status_decision(status: int) -> str:
+    """'ok', 'redirect', 'retry' (D-08: 429 and 5xx) or 'fail' for a response status."""
+    if 200 <= status < 300:
+        return "ok"
+    if status in REDIRECT_STATUSES:
+        return "redirect"
+    if status == 429 or 500 <= status < 600:
+        return "retry"
+    return "fail"
+
+
+def redirect_decision(current: str, location: str | None, allowed: Iterable[str],
+                      seen: Iterable[str], hops_taken: int) -> tuple[str, str | None, str]:
+    """Where a redirect hop goes: ('follow', url, ''), ('skipped_origin', landed, why) or
+    ('too_many_redirects', url_or_None, why). `hops_taken` counts hops already followed."""
+    if not location:
+        return "fail_no_location", None, "redirect without a Location"
+    try:
+        target = urls.canonicalise(location, current)
+    except urls.UrlError as exc:
+        return "skipped_origin", location, f"unusable Location: {exc}"
+    reason = urls.unreachable_reason(target, frozenset(allowed))
+    if reason is not None:
+        return "skipped_origin", target, reason       # URL-13, URL-15: never requested
+    if target in set(seen):
+        return "too_many_redirects", target, "redirect loop"
+    if hops_taken >= MAX_REDIRECTS:
+        return "too_many_redirects", target, f"more than {MAX_REDIRECTS} redirects"
+    return "follow", target, ""
+
+
+@dataclass(frozen=True)
+class RangePlan:
+    total: int
+    validator: str                  # If-Range value: a strong ETag, else Last-Modified
+
+
+def range_plan(status: int, headers: tuple[tuple[str, str], ...], threshold: int) -> RangePlan | None:
+    """Whether to fetch the rest of a 200 body in ranges (FETCH-25, D-07), and how.
+
+    Only for an identity-encoded body whose length is known and above `threshold`, from an
+    origin advertising `Accept-Ranges: bytes`, with a validator for If-Range — without one a
+    changed object could be stitched from two versions, so the body is read in one go."""
+    if status != 200:
+        return None
+    if "bytes" not in (header_value(headers, "Accept-Ranges") or "").lower():
+        return None
+    encoding = (header_value(headers, "Content-Encoding") or "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        return None
+    length = header_value(headers, "Content-Length")
+    if length is None or not length.strip().isdigit():
+        return None
+    total = int(length.strip())
+    if total <= threshold:
+        return None
+    etag = header_value(headers, "ETag")
+    if etag and not etag.strip().startswith("W/"):
+        return RangePlan(total, etag.strip())
+    modified = header_value(headers, "Last-Modified")
+    if modified:
+        return RangePlan(total, modified.strip())
+    return None
+
+
+def parse_content_range(value: str | None) -> tuple[int, int, int] | None:
+    """`bytes first-last/total` → (first, last, total), or None."""
+    if not value or not value.strip().lower().startswith("bytes "):
+        return None
+    spec = value.strip()[6:]
+    span, _, total = spec.partition("/")
+    first, _, last = span.partition("-")
+    try:
+        return int(first), int(last), int(total)
+    except ValueError:
+        return None
+
+
+def _failed(url: str, code: str, detail: str, **kw) -> FetchOutcome:
+    return FetchOutcome(url, FAILED, failure_code=code, liveness=codes.liveness(code), detail=detail, **kw)
+
+
+# --- the shell ------------------------------------------------------------------------------
+
+class _Stop(Exception):
+    def __init__(self, ceiling: str):
+        super().__init__(ceiling)
+        self.ceiling = ceiling
+
+
+class _Fail(Exception):
+    def __init__(self, code: str, detail: str, status: int | None = None, retry_kind: str | None = None):
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.status = status
+        self.retry_kind = retry_kind     # retry.TIMEOUT / NETWORK_ERROR when D-08 may retry it
+
+
+@dataclass
+class _Tally:
+    requests: int = 0
+    retries: int = 0
+    redirects: int = 0
+    ranges: int = 0
+
+
+@dataclass
+class _RobotsEntry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    rules: object | None = None
+
+
+class Fetcher:
+    """Fetches addresses for one run. Construct one per run and share it between workers."""
+
+    def __init__(self, transport: Transport, egress: Egress, *, allowed_origins: Iterable[str],
+                 budget: B.Budget, politeness: Politeness, clock, retries: int = 2,
+                 request_timeout: float = 30.0, token: str = DEFAULT_TOKEN, robots: bool = True,
+                 range_threshold: int = RANGE_THRESHOLD, range_size: int = RANGE_SIZE,
+                 max_body_bytes: int = MAX_BODY_BYTES):
+        self.transport = transport
+        self.egress = egress
+        self.allowed = frozenset(allowed_origins)
+        self.budget = budget
+        self.politeness = politeness
+        self.clock = clock
+        self.retries = int(retries)
+        self.request_timeout = float(request_timeout)
+        self.token = token
+        self.robots_enabled = robots
+        self.range_threshold = int(range_threshold)
+        self.range_size = int(range_size)
+        self.max_body_bytes = int(max_body_bytes)
+        self._lock = threading.Lock()          # guards budget and politeness
+        self._robots: dict[str, _RobotsEntry] = {}
+        self._robots_lock = threading.Lock()
+
+    # --- public ---------------------------------------------------------------------------
+    def fetch(self, spec: FetchSpec) -> FetchOutcome:
+        """One logical fetch of `spec.url` (D-47). Never raises for anything the origin does."""
+        tally = _Tally()
+        try:
+            outcome = self._fetch(spec, tally)
+        except _Stop as stop:
+            outcome = FetchOutcome(spec.url, STOPPED, stopped_by=stop.ceiling,
+                                   detail=f"stopped: {stop.ceiling}")
+        except _Fail as fail:
+            outcome = _failed(spec.url, fail.code, fail.detail, status=fail.status)
+        return _with_tally(outcome, tally)
+
+    def robots_rules(self, origin: str):
+        """The robots.txt rules of `origin` for this run (fetched once, D-58)."""
+        with self._robots_lock:
+            entry = self._robots.setdefault(origin, _RobotsEntry())
+        with entry.lock:
+            if entry.rules is None:
+                entry.rules = self._fetch_robots(origin)
+            return entry.rules
+
+    # --- the logical fetch ------------------------------------------------------------------
+    def _fetch(self, spec: FetchSpec, tally: _Tally) -> FetchOutcome:
+        url = spec.url
+        reason = urls.unreachable_reason(url, self.allowed)
+        if reason is not None:
+            return FetchOutcome(url, SKIPPED_ORIGIN, failure_code="skipped_origin",
+                                liveness=codes.liveness("skipped_origin"), detail=reason)
+        current, seen, cause = url, [url], B.INITIAL
+        while True:
+            if self.robots_enabled and not self._robots_allow(current):
+                raise _Fail("robots_disallowed", f"robots.txt disallows {current} for {self.token}")
+            result = self._attempts(spec, current, cause, tally)
+            if isinstance(result, FetchOutcome):
+                return result
+            response, final_status = result, result.status
+            decision = status_decision(final_status)
+            if decision == "redirect":
+                location = response.header("Location")
+                response.close()
+                verdict, target, why = redirect_decision(current, location, self.allowed, seen, tally.redirects)
+                if verdict == "follow":
+                    current, cause = target, B.REDIRECT
+                    seen.append(target)
+                    continue
+                if verdict == "skipped_origin":
+                    return FetchOutcome(url, SKIPPED_ORIGIN, status=final_status,
+                                        failure_code="skipped_origin",
+                                        liveness=codes.liveness("skipped_origin"),
+                                        landed_url=target, detail=why)
+                if verdict == "too_many_redirects":
+                    raise _Fail("too_many_redirects", why, final_status)
+                raise _Fail(codes.http_status_code(final_status), why, final_status)
+            response.close()
+            raise _Fail(codes.http_status_code(final_status), f"HTTP {final_status}", final_status)
+
+    def _attempts(self, spec: FetchSpec, url: str, cause: str, tally: _Tally):
+        """Send `url` (and read its body when it is a 2xx) until it answers something other
+        than a retryable failure (D-08). Returns a FetchOutcome for a body, or the held
+        response (body unread) of a redirect or a final non-2xx status; raises _Fail / _Stop."""
+        policy = RetryPolicy(self.retries, self.politeness.gap(urlsplit(url).hostname or ""))
+        retries_done = 0
+        while True:
+            status, error, retry_after, failure = None, None, None, None
+            try:
+                response = self._send(spec.kind, url, cause if retries_done == 0 else B.RETRY,
+                                      tally, (("Accept", accept_header(spec.accepted) or "*/*"),))
+                status = response.status
+                decision = status_decision(status)
+                if decision == "ok":
+                    return self._body(spec, url, response, tally)
+                if decision != "retry":
+                    return response
+                retry_after = parse_retry_after(response.header("Retry-After"), self.clock.wall())
+                response.close()
+                failure = _Fail(codes.http_status_code(status), f"HTTP {status}", status)
+            except TransportError as exc:
+                error = _retry_kind(exc)
+                failure = _Fail(exc.code, str(exc))
+            except _Fail as exc:
+                if exc.retry_kind is None:
+                    raise
+                status, error, failure = None, exc.retry_kind, exc
+            verdict = policy.decide(retries_done, status, error, retry_after)
+            if not verdict.retry:
+                raise failure
+            retries_done += 1
+            self._sleep_for(verdict.delay)
+
+    def _sleep_for(self, seconds: float) -> None:
+        until = self.clock.monotonic() + seconds
+        deadline = self.budget.deadline
+        if deadline is not None and until >= deadline:
+            with self._lock:
+                self.budget.record_stop(B.DEADLINE)
+            raise _Stop(B.DEADLINE)
+        self.clock.sleep_until(until)
+
+    # --- one HTTP request ---------------------------------------------------------------------
+    def _send(self, kind: str | None, url: str, cause: str, tally: _Tally,
+              headers: tuple[tuple[str, str], ...]) -> "_Held":
+        """Reserve (unless robots), wait for politeness, send; the response holds its ticket.
+
+        `kind` None means robots.txt: counted, never charged (D-58)."""
+        host = urlsplit(url).hostname or ""
+        try:
+            target = self.egress.check_url(url, self.allowed | {urls.origin_of(url)} if kind is None else self.allowed)
+        except EgressRefused as exc:
+            if exc.code == "skipped_origin":
+                raise _Fail("skipped_origin", str(exc)) from None
+            raise TransportError(exc.code, str(exc), retryable=exc.code == "connection_error") from None
+        reservation = None
+        if kind is not None:
+            with self._lock:
+                reservation = self.budget.try_reserve(kind, cause, self.clock.monotonic())
+            if isinstance(reservation, B.Denied):
+                raise _Stop(reservation.ceiling)
+        try:
+            self._wait_ready(host)
+        except _Stop:
+            if reservation is not None:
+                with self._lock:
+                    self.budget.release(reservation)
+            raise
+        holder: dict[str, Ticket] = {}
+
+        def before_write() -> None:
+            holder["ticket"] = self._take_ticket(host)
+
+        deadline = self.transport.monotonic() + self.request_timeout
+        try:
+            response = self.transport.send(Request(url, headers, target), deadline, before_write)
+        except TransportError:
+            self._commit(kind, reservation, tally, cause)
+            self._finish(holder.get("ticket"), None)
+            raise
+        except _Stop:
+            if reservation is not None:
+                with self._lock:
+                    self.budget.release(reservation)
+            raise
+        except BaseException:
+            self._commit(kind, reservation, tally, cause)
+            self._finish(holder.get("ticket"), None)
+            raise
+        self._commit(kind, reservation, tally, cause)
+        retry_after = None
+        if response.status in (429, 503):
+            retry_after = parse_retry_after(response.header("Retry-After"), self.clock.wall())
+        return _Held(response, lambda: self._finish(holder.get("ticket"), retry_after))
+
+    def _commit(self, kind, reservation, tally: _Tally, cause: str) -> None:
+        with self._lock:
+            if reservation is None:
+                self.budget.count_robots()
+                return
+            self.budget.commit(reservation)
+        tally.requests += 1
+        if cause == B.RETRY:
+            tally.retries += 1
+        elif cause == B.REDIRECT:
+            tally.redirects += 1
+        elif cause == B.RANGE:
+            tally.ranges += 1
+
+    def _wait_ready(self, host: str) -> None:
+        """Sleep until politeness would let `host` start (without taking the slot yet)."""
+        while True:
+            now = self.clock.monotonic()
+            with self._lock:
+                if self.budget.deadline_passed(now):
+                    self.budget.record_stop(B.DEADLINE)
+                    raise _Stop(B.DEADLINE)
+                ready = self.politeness.ready_at(host, now)
+            if ready <= now:
+                return
+            wake = now + _POLL_SECONDS if ready == NEVER else ready
+            deadline = self.budget.deadline
+            if deadline is not None and wake >= deadline and ready != NEVER:
+                with self._lock:
+                    self.budget.record_stop(B.DEADLINE)
+                raise _Stop(B.DEADLINE)
+            self.clock.sleep_until(wake)
+
+    def _take_ticket(self, host: str) -> Ticket:
+        while True:
+            now = self.clock.monotonic()
+            with self._lock:
+                ticket = self.politeness.try_start(host, now)
+                ready = self.politeness.ready_at(host, now) if ticket is None else now
+            if ticket is not None:
+                return ticket
+            self.clock.sleep_until(now + _POLL_SECONDS if ready == NEVER else ready)
+
+    def _finish(self, ticket: Ticket | None, retry_after: float | None) -> None:
+        if ticket is None:
+            return
+        with self._lock:
+            self.politeness.finish(ticket, self.clock.monotonic(), retry_after)
+
+    # --- bodies -----------------------------------------------------------------------------
+    def _body(self, spec: FetchSpec, url: str, response: "_Held", tally: _Tally) -> FetchOutcome:
+        status, headers = response.status, response.headers
+        mt = media_type(response.header("Content-Type"))
+        if spec.accepted and not accepts(response.header("Content-Type"), spec.accepted):
+            response.close()   # refused before the body is read (DISC, D-37)
+            raise _Fail("media_type_refused", f"media type {mt!r} not in {list(spec.accepted)}", status)
+        plan = range_plan(status, headers, self.range_threshold)
+        digest = hashlib.sha256()
+        parts: list[bytes] = []
+        limit = self.range_size if plan else None
+        got = self._read(response, digest, parts, limit, charge=True)
+        response.close()
+        if plan is not None and got < plan.total:
+            replaced = self._ranges(spec, url, plan, got, digest, parts, tally)
+            if replaced is not None:
+                status, headers, digest, parts = replaced
+        body = b"".join(parts)
+        return FetchOutcome(spec.url, FETCHED, final_url=url, status=status, headers=headers, body=body,
+                            content_sha256=digest.hexdigest(), media_type=mt)
+
+    def _read(self, response: "_Held", digest, parts: list[bytes], limit: int | None,
+              charge: bool, cap: int | None = None, retryable: bool = True) -> int:
+        """Read the body into `parts`, charging bytes; returns the bytes read.
+
+        Stops after `limit` bytes (a range's worth) without closing; closes at the end."""
+        got = 0
+        held = sum(len(p) for p in parts)
+        cap = self.max_body_bytes if cap is None else cap
+        try:
+            while limit is None or got < limit:
+                amt = READ_SIZE if limit is None else min(READ_SIZE, limit - got)
+                chunk = response.read(amt)
+                if not chunk:
+                    response.close()
+                    return got
+                if charge:
+                    with self._lock:
+                        fits = self.budget.charge_bytes(len(chunk))
+                    if not fits:
+                        raise _Fail("max_source_bytes", "limits.max_source_bytes reached while reading", response.status)
+                if held + got + len(chunk) > cap:
+                    raise _Fail("body_too_large", f"body larger than {cap} bytes", response.status)
+                digest.update(chunk)
+                parts.append(chunk)
+                got += len(chunk)
+            return got
+        except TransportError as exc:
+            response.close()
+            raise _Fail(exc.code, str(exc), response.status, _retry_kind(exc) if retryable else None) from None
+        except _Fail:
+            response.close()
+            raise
+
+    def _ranges(self, spec: FetchSpec, url: str, plan: RangePlan, offset: int, digest,
+                parts: list[bytes], tally: _Tally):
+        """Fetch bytes `offset`.. of `url` as ranges guarded by If-Range (FETCH-25, D-07).
+
+        Returns None when the ranges completed the body, or (status, headers, digest, parts)
+        when the origin answered 200 to a range request: the object changed, so the whole
+        new representation replaces what was read, and nothing is stitched."""
+        while offset < plan.total:
+            last = min(plan.total, offset + self.range_size) - 1
+            headers = (("Accept", accept_header(spec.accepted) or "*/*"), ("Range", f"bytes={offset}-{last}"),
+                       ("If-Range", plan.validator))
+            try:
+                response = self._send(spec.kind, url, B.RANGE, tally, headers)
+            except TransportError as exc:
+                raise _Fail(exc.code, f"range request failed: {exc}") from None
+            if response.status == 200:
+                if spec.accepted and not accepts(response.header("Content-Type"), spec.accepted):
+                    response.close()
+                    raise _Fail("media_type_refused", "changed object has a refused media type", 200)
+                fresh_digest, fresh = hashlib.sha256(), []
+                self._read(response, fresh_digest, fresh, None, charge=True, retryable=False)
+                return 200, response.headers, fresh_digest, fresh
+            span = parse_content_range(response.header("Content-Range"))
+            if response.status != 206 or span is None or span[0] != offset or span[2] != plan.total \
+                    or span[1] != last:
+                response.close()
+                raise _Fail("body_incomplete", f"range answer {response.status} {response.header('Content-Range')!r} "
+                                               f"does not continue the body at {offset}", response.status)
+            got = self._read(response, digest, parts, None, charge=True, retryable=False)
+            if got != last - offset + 1:
+                raise _Fail("body_incomplete", "range body shorter than its Content-Range", 206)
+            offset += got
+        return None
+
+    # --- robots.txt ---------------------------------------------------------------------------
+    def _robots_allow(self, url: str) -> bool:
+        parts = urlsplit(url)
+        rules = self.robots_rules(urls.origin_of(url))
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return bool(rules.verdict(self.token, path).allowed)
+
+    def _fetch_robots(self, origin: str):
+        """robots.txt per RFC 9309 and D-58: ≤5 redirects, 4xx allow, 5xx/network/truncated
+        disallow, at least 500 KiB parsed; counted, never charged; paced like any request."""
+        from collection import robots as R
+
+        current, seen = f"{origin}/robots.txt", []
+        robots_allowed = self.allowed | {origin}
+        for _hop in range(MAX_REDIRECTS + 1):
+            seen.append(current)
+            try:
+                response = self._send(None, current, B.INITIAL, _Tally(), (("Accept", "text/plain, */*"),))
+            except TransportError:
+                return R.robots_policy_for_response(None, b"", False)
+            except _Fail:
+                return R.robots_policy_for_response(404, b"", True)   # unreachable target: unavailable
+            status = response.status
+            if status in REDIRECT_STATUSES:
+                location = response.header("Location")
+                response.close()
+                verdict, target, _ = redirect_decision(current, location, robots_allowed, seen, 0)
+                if verdict != "follow":
+                    # RFC 9309 2.3.1.2: a robots.txt that cannot be reached by redirects is
+                    # "unavailable", i.e. allow all.
+                    return R.robots_policy_for_response(404, b"", True)
+                current = target
+                continue
+            if not 200 <= status < 300:
+                response.close()
+                return R.robots_policy_for_response(status, b"", True)
+            parts: list[bytes] = []
+            complete = True
+            try:
+                self._read(response, hashlib.sha256(), parts, ROBOTS_PARSE_BYTES, charge=False)
+            except _Fail:
+                complete = False
+            response.close()
+            return R.robots_policy_for_response(status, b"".join(parts), complete)
+        return R.robots_policy_for_response(404, b"", True)    # more than 5 redirects: unavailable
+
+
+class _Held:
+    """A transport response that gives its politeness slot back when closed (once)."""
+
+    def __init__(self, response: Response, on_close: Callable[[], None]):
+        self._response = response
+        self._on_close = on_close
+        self.status = response.status
+        self.headers = response.headers
+
+    def header(self, name: str) -> str | None:
+        return self._response.header(name)
+
+    def read(self, amt: int) -> bytes:
+        return self._response.read(amt)
+
+    def close(self) -> None:
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            try:
+                self._response.close()
+            finally:
+                on_close()
+
+
+def _retry_kind(exc: TransportError) -> str | None:
+    """The retry.py error kind of a transport failure, or None when retrying cannot help:
+    a certificate that fails verification or a broken content encoding will fail again."""
+    if not exc.retryable:
+        return None
+    return TIMEOUT if exc.code == "timeout" else NETWORK_ERROR
+
+
+def _with_tally(outcome: FetchOutcome, tally: _Tally) -> FetchOutcome:
+    from dataclasses import replace
+
+    return replace(outcome, requests=tally.requests, retries=tally.retries,
+                   redirects=tally.redirects, ranges=tally.ranges)
