@@ -182,17 +182,25 @@ def block_text(element: Any) -> str:
     return normalize_block("".join(parts))
 
 
-def _gather(element: Any, parts: list[str], top: bool = False, newline: str = " ") -> None:
-    tag = element.tag if isinstance(element.tag, str) else None
-    if tag is not None and tag.lower() not in SKIP_TAGS or (top and tag is not None):
-        block = tag is not None and tag.lower() in BLOCK_TAGS
+def _gather(element: Any, parts: list[str], top: bool = False, newline: str = " ", pre: bool = False) -> None:
+    tag = element.tag.lower() if isinstance(element.tag, str) else None
+    if tag is not None and (top or tag not in SKIP_TAGS):
+        block = tag in BLOCK_TAGS
+        inner_pre = pre or tag == "pre"
         if block:
             parts.append(newline)
         if element.text:
-            parts.append(element.text)
+            parts.append(_flow(element.text, newline, inner_pre))
         for child in element:
-            _gather(child, parts, newline=newline)
+            _gather(child, parts, newline=newline, pre=inner_pre)
         if block:
             parts.append(newline)
     if not top and element.tail:
-        parts.append(element.tail)
+        parts.append(_flow(element.tail, newline, pre))
+
+
+def _flow(text: str, newline: str, pre: bool) -> str:
+    """Source line breaks are layout, not structure — except inside <pre>, where they are the code's lines."""
+    if newline == "\n" and not pre:
+        return _WHITESPACE.sub(" ", text)
+    return text

@@ -1,0 +1,152 @@
+"""html.web_extract 1.1.0: one row per page — title, story, metadata (READ-03, READ-05, READ-06, READ-11)."""
+
+from __future__ import annotations
+
+import pytest
+
+from collection.readers.base import Decoded, DecodeFailure, Pin, decode
+
+URL = "https://council.example.gov/decisions/2024/117"
+
+COUNCIL_PAGE = """<!DOCTYPE html>
+<html lang="en-GB"><head>
+<meta charset="utf-8">
+<title>Decision 2024/117: Riverside car park tariffs | Example City Council</title>
+<meta property="og:title" content="Decision 2024/117: Riverside car park tariffs">
+<meta name="description" content="Cabinet approved new tariffs for the Riverside car park.">
+<meta property="article:published_time" content="2024-03-05T09:30:00Z">
+<meta property="article:modified_time" content="2024-03-07T16:00:00Z">
+<link rel="canonical" href="/decisions/2024/117">
+<script type="application/ld+json">{"@context":"https://schema.org","@type":"Article","author":{"@type":"Person","name":"Democratic Services"}}</script>
+<style>.x{color:red}</style>
+</head><body>
+<header><nav><ul><li><a href="/">Home</a></li><li><a href="/decisions">Decisions</a></li><li><a href="/contact">Contact us</a></li></ul></nav></header>
+<div id="cookie-banner" class="cookie-notice">We use cookies to improve this site. <button>Accept all cookies</button></div>
+<main><article class="decision">
+<h1>Riverside car park tariffs</h1>
+<p class="meta">Decision taken by Cabinet on 5 March 2024.</p>
+<h2>Decision</h2>
+<p>Cabinet agreed to introduce a new tariff structure at the Riverside car park from 1 April 2024, replacing the flat daily charge with hourly bands.</p>
+<p>The first hour will remain free of charge for blue badge holders, and evening parking after six o'clock will cost one pound.</p>
+<h2>Reasons for the decision</h2>
+<p>Occupancy surveys carried out during the autumn showed that the car park was full by nine o'clock on most weekdays, while long-stay spaces at the park and ride site remained under-used.</p>
+<ul><li>Encourage turnover of short-stay spaces for shoppers and visitors.</li>
+<li>Move commuter parking to the park and ride service on the eastern edge of the city.</li></ul>
+<blockquote>The new bands strike a fair balance between residents, businesses and visitors, said the cabinet member for transport.</blockquote>
+<h2>Alternative options considered</h2>
+<p>Keeping the flat charge was rejected because it does not address the shortage of short-stay spaces identified in the surveys.</p>
+</article>
+<aside><h3>Related decisions</h3><ul><li><a href="/d/1">Bus lane enforcement cameras</a></li><li><a href="/d/2">Street lighting upgrade</a></li></ul></aside>
+</main>
+<form action="/search"><input name="q"><button>Search</button></form>
+<footer><p>Copyright Example City Council. All rights reserved. Privacy notice. Accessibility statement.</p></footer>
+</body></html>"""
+
+STORY_LINES = [
+    "Cabinet agreed to introduce a new tariff structure at the Riverside car park from 1 April 2024, replacing the flat daily charge with hourly bands.",
+    "Reasons for the decision",
+    "- Encourage turnover of short-stay spaces for shoppers and visitors.",  # list items carry "- "
+    "- Move commuter parking to the park and ride service on the eastern edge of the city.",
+]
+BOILERPLATE = ["Contact us", "Accept all cookies", "Bus lane enforcement", "All rights reserved", "Search", "color:red"]
+
+
+def run(options: dict, page: str = COUNCIL_PAGE, content_type: str = "text/html; charset=utf-8") -> Decoded | DecodeFailure:
+    return decode(Pin("html.web_extract", "1.1.0", options), page.encode("utf-8"), content_type, URL)
+
+
+def test_council_decision_story_keeps_blocks_and_drops_boilerplate_READ_03() -> None:
+    result = run({})
+    assert isinstance(result, Decoded)
+    assert result.columns == ("title", "story")
+    (title, story), = result.rows
+    assert title == "Decision 2024/117: Riverside car park tariffs"
+    lines = story.split("\n")
+    for line in STORY_LINES:
+        assert line in lines  # each paragraph, heading and list item is its own line
+    for noise in BOILERPLATE:
+        assert noise not in story
+
+
+METADATA = [
+    ("published_at", "2024-03-05T09:30:00Z"),
+    ("modified_at", "2024-03-07T16:00:00Z"),
+    ("author", "Democratic Services"),
+    ("description", "Cabinet approved new tariffs for the Riverside car park."),
+    ("canonical_url", "https://council.example.gov/decisions/2024/117"),
+    ("language", "en-GB"),
+]
+
+
+def test_metadata_columns_follow_the_options_order() -> None:
+    names = [name for name, _ in METADATA][::-1]
+    result = run({"metadata": names})
+    assert result.columns == ("title", "story", *names)
+    assert result.rows[0][2:] == tuple(dict(METADATA)[name] for name in names)
+
+
+SELECTED = [
+    # (selectors, field, expected)
+    ({"title": "article h1"}, "title", "Riverside car park tariffs"),
+    ({"title": "h1, title"}, "title", "Decision 2024/117: Riverside car park tariffs | Example City Council"),
+    ({"title": "h4"}, "title", ""),
+    ({"story": "article > p.meta"}, "story", "Decision taken by Cabinet on 5 March 2024."),
+    ({"story": "aside li"}, "story", "Bus lane enforcement cameras\nStreet lighting upgrade"),
+    ({"story": "aside, aside li"}, "story", "Related decisions\nBus lane enforcement cameras\nStreet lighting upgrade"),
+    ({"author": "p.meta"}, "author", "Decision taken by Cabinet on 5 March 2024."),
+    ({"published_at": "meta[property='article:modified_time']"}, "published_at", "2024-03-07T16:00:00Z"),
+    ({"canonical_url": "nav a[href$=contact]"}, "canonical_url", "https://council.example.gov/contact"),
+]
+
+
+@pytest.mark.parametrize("selectors,field,expected", SELECTED)
+def test_selectors_per_field(selectors: dict, field: str, expected: str) -> None:
+    metadata = [field] if field not in ("title", "story") else []
+    result = run({"selectors": selectors, "metadata": metadata})
+    assert dict(zip(result.columns, result.rows[0]))[field] == expected
+
+
+FOUND = [
+    # a minimal page, the options, the expected row
+    ("<html><head><title> Plain  title </title></head><body><p>x</p></body></html>", {}, ("Plain title",)),
+    ("<html><body><h1>Only &amp; heading</h1></body></html>", {}, ("Only & heading",)),
+    ("<html><body><p>x</p></body></html>", {"metadata": ["author", "language"]}, ("", None, "", "")),
+    ('<html lang="fr"><body><time datetime="2023-01-02">2 Jan</time><a rel="author" href="/a">Jo Bloggs</a></body></html>',
+     {"metadata": ["published_at", "author", "language"]}, ("", None, "2023-01-02", "Jo Bloggs", "fr")),
+    ('<html><head><meta name="author" content="https://x.example/me"><meta name="byl" content="By Ann Lee">'
+     '<link rel="Canonical" href="https://x.example/a?b=1"></head><body></body></html>',
+     {"metadata": ["author", "canonical_url"]}, ("", None, "By Ann Lee", "https://x.example/a?b=1")),
+]
+
+
+@pytest.mark.parametrize("page,options,expected", FOUND)
+def test_fields_found_without_selectors(page: str, options: dict, expected: tuple) -> None:
+    row = run(options, page).rows[0]
+    assert len(row) == 2 + len(options.get("metadata", []))
+    assert all(want is None or got == want for got, want in zip(row, expected))
+
+
+def test_charset_from_content_type_beats_meta() -> None:
+    page = '<html><head><meta charset="utf-8"><title>Caf\u00e9 cr\u00e8me \u2013 menu</title></head><body></body></html>'
+    result = decode(Pin("html.web_extract", "1.1.0", {}), page.encode("cp1252"), "text/html; charset=windows-1252", URL)
+    assert result.rows[0][0] == "Caf\u00e9 cr\u00e8me \u2013 menu"
+    latin1 = decode(Pin("html.web_extract", "1.1.0", {}), page.encode("cp1252"), "text/html; charset=ISO-8859-1", URL)
+    assert latin1 == result  # latin-1 labels read as windows-1252, as browsers do
+
+
+def test_text_is_nfc() -> None:
+    page = '<html><head><title>Cafe\u0301</title></head><body></body></html>'
+    assert run({}, page).rows[0][0] == "Caf\u00e9"
+
+
+EMPTY = [b"", b"   ", b"\xef\xbb\xbf"]
+
+
+@pytest.mark.parametrize("body", EMPTY)
+def test_an_empty_body_is_a_decode_error_READ_10(body: bytes) -> None:
+    result = decode(Pin("html.web_extract", "1.1.0", {}), body, "text/html", URL)
+    assert result == DecodeFailure("decode_error", result.message)
+
+
+def test_same_bytes_same_row() -> None:
+    assert run({"metadata": ["author"]}) == run({"metadata": ["author"]})
