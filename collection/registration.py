@@ -379,7 +379,7 @@ def _collection_rules(doc: dict[str, Any]) -> Iterator[Refusal]:
 
 def _discovery_rules(doc: dict[str, Any], discovery: Any, pages: Any, allowed: tuple[str, ...]) -> Iterator[Refusal]:
     kind = _get(discovery, "kind")
-    if not isinstance(discovery, dict) or kind not in PAGINATION_FOR_DISCOVERY:
+    if not isinstance(discovery, dict) or not isinstance(kind, str) or kind not in PAGINATION_FOR_DISCOVERY:
         return
     base = "/collection/discovery"
     connector_origin = _get(doc, "connector", "origin")
@@ -391,16 +391,10 @@ def _discovery_rules(doc: dict[str, Any], discovery: Any, pages: Any, allowed: t
                           "connector.origin is an allowed origin (D-38, D-39)")
     else:
         url = discovery.get("url")
-        if isinstance(url, str):
+        if isinstance(url, str) and url.startswith("https://"):  # the schema refuses other schemes
             yield from _discovery_url_rules(url, discovery, allowed, connector_origin)
 
-    for member in ("records", "link", "identity", "revision"):
-        value = _get(discovery, member, "pointer")
-        if isinstance(value, str):
-            yield from _pointer_rule(value, f"{base}/{member}/pointer", f"{member}.pointer")
-    pointer = _get(discovery, "pagination", "pointer")
-    if isinstance(pointer, str):
-        yield from _pointer_rule(pointer, f"{base}/pagination/pointer", "pagination.pointer")
+    # discovery pointers' syntax is the schema's pattern (x-code POINTER_SYNTAX)
     for path, pointer_text in ((("records", "selector"), f"{base}/records/selector"),
                                (("pagination", "selector"), f"{base}/pagination/selector")):
         value = _get(discovery, *path)
@@ -500,7 +494,7 @@ def _source_rules(doc: dict[str, Any]) -> tuple[list[Refusal], ReaderPin | None]
 def _ordered(refusals: list[Refusal], parsed: jsondoc.Parsed) -> tuple[Refusal, ...]:
     placed = []
     for index, refusal in enumerate(refusals):
-        line, column = parsed.position(refusal.pointer)
+        line, column = (refusal.line, refusal.column) if refusal.line is not None else parsed.position(refusal.pointer)
         placed.append(((line or 0, column or 0, index),
                        Refusal(refusal.code, refusal.pointer, refusal.message, refusal.rule, line, column)))
     unique: dict[tuple[str, str, str], Refusal] = {}
