@@ -34,6 +34,8 @@ class DiscoveryOutcome:
     failure: str | None           # the first listing request that could not be read (COV-07)
     stop_reason: str              # a value of discovery's stop-reason table
     duplicates_dropped: int = 0
+    dropped_records: int = 0      # records with no usable link (D-27), counted nowhere else
+    diagnostics: tuple[str, ...] = ()  # why records, children or links were passed over
 
 
 @dataclass(frozen=True)

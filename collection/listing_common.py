@@ -1,0 +1,151 @@
+"""Values shared by the listing parsers, the pagination grammars and the discovery driver (pure).
+
+A listing body goes one of three ways (D-13, decided in docs/discovery.md):
+- it is read, and yields a ParsedListing;
+- it cannot be read (not JSON, not well-formed XML, a DOCTYPE, over a size cap, a broken
+  gzip stream): `ListingUnreadable`, which discovery reports as `discovery_failure`, the
+  same as an HTTP error, because a publisher's transient fault must not fail the run;
+- it is read but is not the shape the document declared (the records pointer names no
+  array, a sitemap root that is neither urlset nor sitemapindex): `DiscoveryShapeError`
+  carrying `COLLECTION_MERGE_INVALID`, a run-level refusal (REF-07, D-13, D-36).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from .canonical import canonical_json
+
+MERGE_INVALID = "COLLECTION_MERGE_INVALID"
+
+
+class ListingUnreadable(Exception):
+    """A listing body that could not be read; `reason` is a short stable token."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class DiscoveryShapeError(Exception):
+    """A listing body read without error but not of the declared shape (D-13, REF-07).
+
+    Like a jsonschema ValidationError it is a value: `code`, the listing `url`, the
+    `pointer` (or XML element) that did not fit and a `message`. The run stops with
+    `code`; tests assert on `code`, never on the message.
+    """
+
+    def __init__(self, url: str, pointer: str, message: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.code = MERGE_INVALID
+        self.url = url
+        self.pointer = pointer
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ListingResponse:
+    """One listing response as the run loop received it.
+
+    `requests` is what the listing cost against the budgets, redirect hops and retries
+    included (D-05). `final_url` is where the redirects ended: links are resolved against
+    the page they appeared on (URL-01), which is that address.
+    """
+
+    url: str
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    requests: int = 1
+    final_url: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        return self.final_url or self.url
+
+    def header_values(self, name: str) -> list[str]:
+        lowered = name.lower()
+        return [value for key, value in self.headers if key.lower() == lowered]
+
+
+@dataclass(frozen=True)
+class ListingFailure:
+    """A listing the run loop could not get: timeout, connection or TLS error, robots
+    disallow (no request made, D-48), redirect loop, a body over max_source_bytes, or the
+    run's own request budget ending mid-listing (`reason` "max_requests")."""
+
+    url: str
+    reason: str
+    requests: int = 1
+
+
+class ListingEntry(NamedTuple):
+    """One record of a listing: the raw link text and what the document says about it.
+
+    An immutable NamedTuple rather than a frozen dataclass: a sitemap makes up to 50,000
+    of these per body, and a frozen dataclass's __init__ costs several times as much.
+    """
+
+    link: str                      # unresolved; resolved against the listing's address
+    page_id: str | None = None     # explicit identity (json_api identity.pointer, explicit)
+    revision: str | None = None    # json_api revision.pointer, sitemap lastmod
+
+
+@dataclass(frozen=True)
+class ParsedListing:
+    """What a parser read from one listing body.
+
+    `record_count` counts records, usable or not: an "empty page" (D-03) is one with no
+    records, not one whose records all lacked a link.
+    """
+
+    entries: tuple[ListingEntry, ...] = ()
+    record_count: int = 0
+    dropped: tuple[str, ...] = ()          # why records were dropped (D-27 diagnostics)
+    cursor: str | None = None              # cursor grammar: the next token, or None (absent)
+    next_link: str | None = None           # next_selector grammar: raw href of the first match
+    children: tuple[str, ...] = ()         # sitemapindex: raw child <loc> texts
+    root: str = ""                         # sitemap: "urlset" or "sitemapindex"
+    notes: tuple[str, ...] = field(default=())
+
+
+def scalar_text(value: object) -> str | None:
+    """D-27, D-23: a JSON value as page-id / token / hint text. Strings stay as they are,
+    other scalars take their canonical JSON text (123 → "123", true → "true"); null, an
+    empty string, objects and arrays are no usable value."""
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, float):
+        # json.loads only makes floats from fractions/exponents; canonical text is repr.
+        return repr(value)
+    return canonical_json(value)
+
+
+def media_type(headers: tuple[tuple[str, str], ...]) -> str | None:
+    """The lowercased type/subtype of the last Content-Type, parameters dropped (D-37)."""
+    value = None
+    for key, text in headers:
+        if key.lower() == "content-type":
+            value = text
+    if value is None:
+        return None
+    essence = value.split(";", 1)[0].strip().lower()
+    return essence or None
+
+
+def charset(headers: tuple[tuple[str, str], ...]) -> str | None:
+    value = None
+    for key, text in headers:
+        if key.lower() == "content-type":
+            value = text
+    if not value:
+        return None
+    for parameter in value.split(";")[1:]:
+        name, _, raw = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return raw.strip().strip('"').strip() or None
+    return None

@@ -1,0 +1,211 @@
+"""`sitemap` listings (DISC-05, DISC-06, DISC-18 to DISC-23, D-35, D-36): bytes in, locs out (pure).
+
+A sitemap is the one listing whose size the publisher, not the recipe, decides, so it is
+read as a stream: decompressed chunk by chunk under a byte cap, screened for DOCTYPE and
+entity declarations, fed to a pull parser, and each <url> cleared once read. The tree in
+memory never holds more than one entry.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterator
+
+from lxml import etree
+
+from .listing_common import DiscoveryShapeError, ListingEntry, ListingUnreadable, ParsedListing
+
+# The sitemaps.org protocol's own limits, per sitemap file.
+MAX_SITEMAP_URLS = 50_000
+MAX_SITEMAP_BYTES = 50 * 1024 * 1024
+CHUNK = 1 << 16
+
+_GZIP_MAGIC = b"\x1f\x8b"
+# D-35: a DOCTYPE or any entity declaration refuses the listing; the five predefined
+# entities and character references need neither, so they pass. Case-insensitive because
+# a refusal that a lowercase spelling dodges would be no refusal.
+_DECLARATION = re.compile(rb"<!\s*(?:[Dd][Oo][Cc][Tt][Yy][Pp][Ee]|[Ee][Nn][Tt][Ii][Tt][Yy])")
+_DECLARATION_OVERLAP = 16
+_LEADING = b" \t\r\n"
+_BOM = b"\xef\xbb\xbf"
+
+
+def _decompressed(body: bytes, max_bytes: int) -> Iterator[bytes]:
+    """The body's bytes, gunzipped when they carry the gzip magic, under `max_bytes`."""
+    if not body.startswith(_GZIP_MAGIC):
+        if len(body) > max_bytes:
+            raise ListingUnreadable("sitemap_too_large", f"the sitemap is larger than {max_bytes} bytes")
+        for start in range(0, len(body), CHUNK):
+            yield body[start:start + CHUNK]
+        return
+    total = 0
+    data = body
+    while data:
+        inflater = zlib.decompressobj(wbits=31)
+        pending = data
+        while pending:
+            try:
+                # max_length bounds what one call may inflate, so a gzip bomb is caught
+                # after at most CHUNK bytes past the cap, never after inflating it all.
+                out = inflater.decompress(pending, CHUNK)
+            except zlib.error as exc:
+                raise ListingUnreadable("gzip_invalid", f"the sitemap's gzip stream is broken: {exc}") from None
+            total += len(out)
+            if total > max_bytes:
+                raise ListingUnreadable("sitemap_too_large",
+                                        f"the sitemap inflates to more than {max_bytes} bytes")
+            if out:
+                yield out
+            pending = inflater.unconsumed_tail
+            if inflater.eof:
+                break
+        if not inflater.eof:
+            raise ListingUnreadable("gzip_invalid", "the sitemap's gzip stream ends early")
+        # RFC 1952 allows several members one after another.
+        data = inflater.unused_data
+        if data and not data.startswith(_GZIP_MAGIC):
+            raise ListingUnreadable("gzip_invalid", "bytes after the sitemap's gzip stream")
+
+
+def _screened(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Refuse what the declaration scan could not see through, then scan every chunk.
+
+    The scan reads bytes, so it is only sound for an ASCII-compatible encoding: a body
+    must begin with "<" (after an optional UTF-8 BOM and whitespace) and hold no NUL,
+    which turns away UTF-16/32 and EBCDIC (sitemaps are UTF-8 by protocol).
+    """
+    tail = b""
+    first = True
+    for chunk in chunks:
+        if first:
+            head = chunk[len(_BOM):] if chunk.startswith(_BOM) else chunk
+            head = head.lstrip(_LEADING)
+            if head and not head.startswith(b"<"):
+                raise ListingUnreadable("xml_invalid", "the sitemap does not begin with '<' (or is not UTF-8)")
+            first = not head
+        if b"\x00" in chunk:
+            raise ListingUnreadable("xml_invalid", "the sitemap holds a NUL byte (not UTF-8 XML)")
+        window = tail + chunk
+        if _DECLARATION.search(window):
+            raise ListingUnreadable("xml_declaration_refused",
+                                    "the sitemap carries a DOCTYPE or an entity declaration (DISC-05, DISC-06)")
+        tail = window[-_DECLARATION_OVERLAP:]
+        yield chunk
+
+
+def _text(element) -> str | None:
+    text = element.text or ""
+    if len(element):
+        # A comment or processing instruction inside <loc> splits its text.
+        text += "".join(child.tail or "" for child in element)
+    text = text.strip()
+    return text or None
+
+
+def _local(tag: str) -> tuple[str, str]:
+    if tag[:1] == "{":
+        namespace, _, local = tag[1:].partition("}")
+        return namespace, local
+    return "", tag
+
+
+_PARSER_OPTIONS = dict(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+
+
+def _root_tag(chunks: Iterator[bytes], seen: list[bytes]) -> str | None:
+    """The root element's tag, read by a throwaway pull parser from the first chunks.
+
+    Knowing the root before the real parse lets that parse report one event in all (the
+    root's start) instead of one per element, and refuse a foreign root (D-36) without
+    building its tree. The chunks read are kept in `seen` for the real parse.
+    """
+    peek = etree.XMLPullParser(events=("start",), **_PARSER_OPTIONS)
+    for chunk in chunks:
+        seen.append(chunk)
+        peek.feed(chunk)
+        for _event, element in peek.read_events():
+            return element.tag
+    peek.close()   # raises XMLSyntaxError for an empty or truncated document
+    return None
+
+
+def parse_sitemap(body: bytes, url: str = "", *, max_urls: int = MAX_SITEMAP_URLS,
+                  max_bytes: int = MAX_SITEMAP_BYTES) -> ParsedListing:
+    """A urlset's <url><loc>/<lastmod>, or a sitemapindex's <sitemap><loc>, in document order.
+
+    ListingUnreadable for bytes that are not a readable sitemap; DiscoveryShapeError for a
+    well-formed document whose root is neither urlset nor sitemapindex (D-36).
+    """
+    chunks = _screened(_decompressed(body, max_bytes))
+    seen: list[bytes] = []
+    try:
+        root_tag = _root_tag(chunks, seen)
+    except etree.XMLSyntaxError as exc:
+        raise ListingUnreadable("xml_invalid", f"the sitemap is not well-formed XML: {exc}") from None
+    if not isinstance(root_tag, str):
+        raise ListingUnreadable("xml_invalid", "the sitemap has no root element")
+    namespace, kind = _local(root_tag)
+    if kind not in ("urlset", "sitemapindex"):
+        raise DiscoveryShapeError(url, f"<{kind}>", "the sitemap root is neither <urlset> nor <sitemapindex>")
+    # An entry and its fields are read in the root's own namespace (or none), so an
+    # extension's <loc> (image:loc, video:player_loc) is never taken for a page.
+    prefix = f"{{{namespace}}}" if namespace else ""
+    entry_tag = prefix + ("url" if kind == "urlset" else "sitemap")
+    loc_tag, lastmod_tag = prefix + "loc", prefix + "lastmod"
+    is_urlset = kind == "urlset"
+
+    entries: list[ListingEntry] = []
+    dropped: list[str] = []
+    count = 0
+
+    def take(elements) -> None:
+        nonlocal count
+        add = entries.append
+        for element in elements:
+            if element.tag != entry_tag:
+                continue
+            count += 1
+            if count > max_urls:
+                raise ListingUnreadable("sitemap_too_many_urls", f"the sitemap lists more than {max_urls} entries")
+            loc = lastmod = None
+            for child in element:
+                tag = child.tag
+                if tag == loc_tag:
+                    loc = _text(child) if len(child) else (child.text or "").strip() or None
+                elif tag == lastmod_tag:
+                    lastmod = _text(child) if len(child) else (child.text or "").strip() or None
+            if loc is None:
+                dropped.append(f"entry {count}: no <loc>")  # D-27
+            else:
+                add(ListingEntry(loc, None, lastmod if is_urlset else None))
+
+    parser = etree.XMLPullParser(events=("start",), tag=root_tag, **_PARSER_OPTIONS)
+    root = None
+    try:
+        for chunk in _chain(seen, chunks):
+            parser.feed(chunk)
+            if root is None:
+                for _event, element in parser.read_events():
+                    root = element
+                    break
+            if root is not None:
+                # Every child but the last is complete; read them and let them go, so the
+                # tree never holds more than one chunk's entries.
+                done = len(root) - 1
+                if done > 0:
+                    take(root[:done])
+                    del root[:done]
+        parser.close()
+    except etree.XMLSyntaxError as exc:
+        raise ListingUnreadable("xml_invalid", f"the sitemap is not well-formed XML: {exc}") from None
+    if root is not None:
+        take(root[:])
+    if is_urlset:
+        return ParsedListing(tuple(entries), count, tuple(dropped), root=kind)
+    return ParsedListing((), count, tuple(dropped), children=tuple(e.link for e in entries), root=kind)
+
+
+def _chain(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield from first
+    yield from rest
