@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from collection import __version__
-from collection.commands import explain, validate
+from collection.commands import decode, explain, validate
 
 
 def _version_text() -> str:
@@ -26,6 +26,7 @@ def cli() -> None:
     """Turn a web corpus (an index and its detail pages) into one relation."""
 
 
+cli.add_command(decode.command)
 cli.add_command(explain.command)
 cli.add_command(validate.command)
 
