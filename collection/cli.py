@@ -10,6 +10,7 @@ import click
 
 from collection import __version__
 from collection.commands import decode, explain, validate
+from collection.commands import robots_check
 
 
 def _version_text() -> str:
@@ -29,6 +30,7 @@ def cli() -> None:
 cli.add_command(decode.command)
 cli.add_command(explain.command)
 cli.add_command(validate.command)
+cli.add_command(robots_check.command)
 
 
 def main() -> None:
