@@ -161,7 +161,7 @@ _ENTRIES = [
     _page("too_many_redirects", ERROR, "The page redirected more than 5 times, or in a loop.", "Check the page's address.", "D-25"),
     _page("body_incomplete", ERROR, "The body ended before its declared length, or its content encoding was broken.",
           "Check the origin.", "D-62"),
-    _page("body_too_large", ERROR, "The decoded body passed the fetcher's per-body memory cap (64 MiB by default).",
+    _page("body_too_large", ERROR, "The decoded body passed the fetcher's per-body memory cap (32 MiB by default).",
           "Check the page; a Reader page that large is not a web page.", "D-20"),
     _page("egress_refused", BLOCKED, "The address resolved to a private, loopback or otherwise unroutable network.",
           "Map the host explicitly with --resolve if this is intended.", "URL-17", "URL-18"),

@@ -46,7 +46,7 @@ STOPPED = "stopped"          # a budget or the run deadline refused the next req
 MAX_REDIRECTS = 5                        # D-25
 RANGE_THRESHOLD = 4 * 1024 * 1024        # bodies above this are fetched in ranges (FETCH-25)
 RANGE_SIZE = 4 * 1024 * 1024             # bytes per range request
-MAX_BODY_BYTES = 64 * 1024 * 1024        # one body held in memory at most (decoded)
+MAX_BODY_BYTES = 32 * 1024 * 1024        # one body held in memory at most (decoded)
 READ_SIZE = 64 * 1024
 ROBOTS_PARSE_BYTES = 512 * 1024          # D-58: parse at least 500 KiB
 _POLL_SECONDS = 0.05                     # how often a worker looks again while a host's cap is full
@@ -246,6 +246,9 @@ class Fetcher:
         with entry.lock:
             if entry.rules is None:
                 entry.rules = self._fetch_robots(origin)
+                delay = entry.rules.crawl_delay(self.token)
+                with self._lock:
+                    self.politeness.set_crawl_delay(urlsplit(origin).hostname or "", delay)
             return entry.rules
 
     # --- the logical fetch ------------------------------------------------------------------

@@ -1,0 +1,155 @@
+"""Recorded exchanges: parse and validate a fixture document (pure). See docs/fixtures.md.
+
+A fixture is a JSON array of exchanges (schemas/fixture.schema.json): a request (GET, URL,
+headers as pairs) and either one response or a sequence of responses (for successive runs,
+or successive requests within a run), plus behaviours a recording cannot show: a delay
+before the status line, a slow drip, a dropped connection, a hang.
+
+This module never touches the file system: a body given as `file` stays a relative path in
+`RecordedResponse.body_file`, and the replay transport's loader reads it (`load_fixture`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+
+import jsonschema
+
+from collection import urls
+from collection.resources import load_schema
+
+SCHEMA_NAME = "fixture.schema.json"
+
+
+class FixtureError(ValueError):
+    """A fixture document that cannot be served. `pointer` is the JSON pointer of the member."""
+
+    def __init__(self, pointer: str, message: str):
+        super().__init__(f"{pointer or '/'}: {message}")
+        self.pointer = pointer
+        self.message = message
+
+
+@dataclass(frozen=True)
+class RecordedResponse:
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = b""            # None while `body_file` is not read yet
+    body_file: str | None = None
+    delay_seconds: float = 0.0
+    drip: float | None = None           # bytes per second
+    drop_after: int | None = None       # drop the connection after this many body bytes
+    drop_before_headers: bool = False
+    hang: str | None = None             # None, "before_headers" or "after_headers"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    url: str                            # canonical (URL-02..08)
+    request_headers: tuple[tuple[str, str], ...]
+    responses: tuple[RecordedResponse, ...]
+    per: str                            # "run" or "request"
+
+    def response_for(self, run: int, request_number: int) -> RecordedResponse:
+        """Run `run` (1-based), `request_number`-th request for this URL in the run (1-based)."""
+        index = (run if self.per == "run" else request_number) - 1
+        return self.responses[min(max(index, 0), len(self.responses) - 1)]
+
+
+@dataclass(frozen=True)
+class Fixture:
+    exchanges: tuple[Exchange, ...]
+
+    def by_url(self) -> dict[str, Exchange]:
+        return {exchange.url: exchange for exchange in self.exchanges}
+
+
+def _pointer(path) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _response(doc: dict, pointer: str) -> RecordedResponse:
+    body, body_file = b"", None
+    spec = doc.get("body")
+    if spec is not None:
+        if "text" in spec:
+            body = spec["text"].encode("utf-8")
+        elif "base64" in spec:
+            try:
+                body = base64.b64decode(spec["base64"], validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise FixtureError(pointer + "/body/base64", f"not valid base64: {exc}") from None
+        else:
+            body, body_file = None, spec["file"]
+    drop = doc.get("drop_connection", False)
+    hang = doc.get("hang", False)
+    return RecordedResponse(
+        status=doc["status"],
+        headers=tuple((k, v) for k, v in doc.get("headers", [])),
+        body=body, body_file=body_file,
+        delay_seconds=float(doc.get("delay_seconds", 0)),
+        drip=float(doc["drip"]) if "drip" in doc else None,
+        drop_after=drop if isinstance(drop, int) and not isinstance(drop, bool) else None,
+        drop_before_headers=drop is True or drop == "before_headers",
+        hang="before_headers" if hang is True else (hang or None),
+    )
+
+
+def parse_fixture(document) -> Fixture:
+    """A validated Fixture from a parsed JSON value (or JSON text). Raises FixtureError."""
+    if isinstance(document, (str, bytes)):
+        try:
+            document = json.loads(document)
+        except ValueError as exc:
+            raise FixtureError("", f"not JSON: {exc}") from None
+    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
+    errors = sorted(validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        first = errors[0]
+        raise FixtureError(_pointer(first.absolute_path), first.message)
+    exchanges, seen = [], {}
+    for index, doc in enumerate(document):
+        pointer = f"/{index}"
+        try:
+            url = urls.canonicalise(doc["request"]["url"])
+        except urls.UrlError as exc:
+            raise FixtureError(pointer + "/request/url", str(exc)) from None
+        if url in seen:
+            raise FixtureError(pointer + "/request/url", f"{url} is already recorded at /{seen[url]}")
+        seen[url] = index
+        if "response" in doc:
+            responses = (_response(doc["response"], pointer + "/response"),)
+        else:
+            responses = tuple(_response(r, f"{pointer}/responses/{i}") for i, r in enumerate(doc["responses"]))
+        exchanges.append(Exchange(url, tuple((k, v) for k, v in doc["request"].get("headers", [])),
+                                  responses, doc.get("per", "run")))
+    return Fixture(tuple(exchanges))
+
+
+def dump_fixture(fixture: Fixture) -> list:
+    """The JSON value of a fixture (bodies inline: text when UTF-8, else base64)."""
+    out = []
+    for exchange in fixture.exchanges:
+        responses = []
+        for r in exchange.responses:
+            doc: dict = {"status": r.status, "headers": [list(p) for p in r.headers]}
+            if r.body_file is not None:
+                doc["body"] = {"file": r.body_file}
+            elif r.body:
+                try:
+                    doc["body"] = {"text": r.body.decode("utf-8")}
+                except UnicodeDecodeError:
+                    doc["body"] = {"base64": base64.b64encode(r.body).decode("ascii")}
+            responses.append(doc)
+        entry: dict = {"request": {"method": "GET", "url": exchange.url,
+                                   "headers": [list(p) for p in exchange.request_headers]}}
+        if len(responses) == 1:
+            entry["response"] = responses[0]
+        else:
+            entry["responses"] = responses
+            entry["per"] = exchange.per
+        out.append(entry)
+    return out

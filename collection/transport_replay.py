@@ -1,0 +1,179 @@
+"""The replay transport: recorded exchanges served with no network, on the run's clock.
+
+Same interface as the urllib3 transport (collection/transport.py), so the fetcher cannot
+tell them apart. Behaviours a recording cannot show are simulated on the clock it is given
+(a VirtualClock in offline crawls and tests): `delay_seconds` and `hang` sleep, `drip`
+advances time by bytes / rate, `drop_connection` raises a connection error. A request with
+no recorded exchange fails with `replay_missing` naming the address — except
+`/robots.txt`, which answers 404 when unrecorded (a fixture that records none describes an
+origin that has none; RFC 9309 then allows everything).
+
+Byte ranges: a 200 recorded with `Accept-Ranges: bytes` answers `Range` requests with 206
+slices, honouring `If-Range` against its ETag or Last-Modified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import replace
+from typing import Callable
+from urllib.parse import urlsplit
+
+from collection import urls
+from collection.fixture import Fixture, FixtureError, RecordedResponse, parse_fixture
+from collection.transport import Request, TransportError, check_request_headers, header_value
+
+_DRIP_STEP_SECONDS = 0.1
+
+
+def load_fixture(path: str) -> Fixture:
+    """Read and validate a fixture file, reading `file` bodies relative to it (shell)."""
+    with open(path, "rb") as handle:
+        fixture = parse_fixture(handle.read())
+    base = os.path.dirname(os.path.abspath(path))
+    exchanges = []
+    for i, exchange in enumerate(fixture.exchanges):
+        responses = []
+        for j, response in enumerate(exchange.responses):
+            if response.body_file is not None:
+                full = os.path.normpath(os.path.join(base, response.body_file))
+                if not full.startswith(base + os.sep):
+                    raise FixtureError(f"/{i}", f"body file {response.body_file!r} leaves the fixture's folder")
+                try:
+                    with open(full, "rb") as handle:
+                        response = replace(response, body=handle.read())
+                except OSError as exc:
+                    raise FixtureError(f"/{i}", f"cannot read body file {response.body_file!r}: {exc}") from None
+            responses.append(response)
+        exchanges.append(replace(exchange, responses=tuple(responses)))
+    return Fixture(tuple(exchanges))
+
+
+class _ReplayResponse:
+    def __init__(self, status: int, headers, body: bytes, recorded: RecordedResponse, clock, deadline: float):
+        self.status = status
+        self.headers = headers
+        self._body = body
+        self._pos = 0
+        self._recorded = recorded
+        self._clock = clock
+        self._deadline = deadline
+
+    def header(self, name: str) -> str | None:
+        return header_value(self.headers, name)
+
+    def _timeout(self) -> TransportError:
+        return TransportError("timeout", "attempt deadline passed while reading the body", retryable=True)
+
+    def read(self, amt: int) -> bytes:
+        r = self._recorded
+        if self._clock.monotonic() >= self._deadline:
+            raise self._timeout()
+        if r.hang == "after_headers":
+            self._clock.sleep_until(self._deadline)
+            raise self._timeout()
+        if r.drop_after is not None and self._pos >= r.drop_after:
+            raise TransportError("connection_error", "connection dropped (recorded behaviour)", retryable=True)
+        end = min(len(self._body), self._pos + amt)
+        if r.drop_after is not None:
+            end = min(end, r.drop_after)
+        if r.drip:
+            end = min(end, self._pos + max(1, int(r.drip * _DRIP_STEP_SECONDS)))
+            arrival = self._clock.monotonic() + (end - self._pos) / r.drip
+            if arrival > self._deadline:
+                self._clock.sleep_until(self._deadline)
+                raise self._timeout()
+            self._clock.sleep_until(arrival)
+        data = self._body[self._pos:end]
+        self._pos = end
+        return data
+
+    def close(self) -> None:
+        self._pos = len(self._body)
+
+
+class ReplayTransport:
+    """Serves a Fixture for run number `run` (1-based) on `clock`. Thread-safe."""
+
+    def __init__(self, fixture: Fixture, clock, run: int = 1,
+                 on_request: Callable[[Request], None] | None = None):
+        self._exchanges = fixture.by_url()
+        self._clock = clock
+        self._run = run
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._on_request = on_request
+        self.requests: list[Request] = []
+
+    def monotonic(self) -> float:
+        return self._clock.monotonic()
+
+    def send(self, request: Request, deadline: float,
+             before_write: Callable[[], None] | None = None) -> _ReplayResponse:
+        check_request_headers(request.headers)
+        url = urls.canonicalise(request.url)
+        if before_write is not None:
+            before_write()
+        with self._lock:
+            self.requests.append(request)
+            number = self._counts[url] = self._counts.get(url, 0) + 1
+        if self._on_request is not None:
+            self._on_request(request)
+        exchange = self._exchanges.get(url)
+        if exchange is None:
+            if urlsplit(url).path == "/robots.txt":
+                recorded = RecordedResponse(404, (("Content-Type", "text/plain"),), b"")
+            else:
+                raise TransportError("replay_missing", f"no recorded exchange for {url}")
+        else:
+            recorded = exchange.response_for(self._run, number)
+        if recorded.body is None:
+            raise TransportError("replay_missing", f"body file of {url} was not loaded (use load_fixture)")
+        if recorded.hang == "before_headers":
+            self._clock.sleep_until(deadline)
+            raise TransportError("timeout", "no answer before the attempt deadline", retryable=True)
+        if recorded.delay_seconds:
+            arrival = self._clock.monotonic() + recorded.delay_seconds
+            if arrival >= deadline:
+                self._clock.sleep_until(deadline)
+                raise TransportError("timeout", "no answer before the attempt deadline", retryable=True)
+            self._clock.sleep_until(arrival)
+        if recorded.drop_before_headers:
+            raise TransportError("connection_error", "connection dropped (recorded behaviour)", retryable=True)
+        status, body = recorded.status, recorded.body
+        # Bodies are recorded decoded, so an encoding header would describe bytes that are
+        # not served; the length is recomputed for the same reason.
+        headers = [(k, v) for k, v in recorded.headers
+                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        status, extra, body = _range(request, recorded, status, body)
+        headers.extend(extra)
+        if not any(k.lower() == "content-length" for k, _ in headers):
+            headers.append(("Content-Length", str(len(body))))
+        return _ReplayResponse(status, tuple(headers), body, recorded, self._clock, deadline)
+
+
+def _range(request: Request, recorded: RecordedResponse, status: int, body: bytes):
+    spec = header_value(request.headers, "Range")
+    advertised = "bytes" in (header_value(recorded.headers, "Accept-Ranges") or "").lower()
+    if not spec or status != 200 or not advertised or not spec.startswith("bytes="):
+        return status, [], body
+    if_range = header_value(request.headers, "If-Range")
+    validators = {header_value(recorded.headers, "ETag"), header_value(recorded.headers, "Last-Modified")} - {None}
+    if if_range is not None and if_range not in validators:
+        return 200, [], body
+    first_text, _, last_text = spec[len("bytes="):].partition("-")
+    try:
+        first = int(first_text)
+        last = min(int(last_text), len(body) - 1) if last_text else len(body) - 1
+    except ValueError:
+        return status, [], body
+    if first >= len(body) or last < first:
+        return 416, [("Content-Range", f"bytes */{len(body)}"), ("Content-Length", "0")], b""
+    return 206, [("Content-Range", f"bytes {first}-{last}/{len(body)}")], body[first:last + 1]
+
+
+def fixture_from_json(text: str) -> Fixture:
+    """A fixture from JSON text whose bodies are all inline (no `file`)."""
+    return parse_fixture(json.loads(text))

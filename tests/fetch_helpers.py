@@ -1,0 +1,33 @@
+"""Building a fetcher wired to the loopback server (real urllib3 transport, resolve map)."""
+
+from collection.budgets import Budget
+from collection.clock import VirtualClock
+from collection.egress import Egress
+from collection.fetcher import Fetcher, FetchSpec
+from collection.politeness import Politeness
+from collection.transport_urllib3 import Urllib3Transport
+
+ORIGIN = "https://www.example.com"
+HTML = (("Content-Type", "text/html; charset=utf-8"),)
+
+
+def make_fetcher(server, *, clock=None, max_requests=1000, discovery_max_requests=100,
+                 max_source_bytes=10**9, deadline=None, min_interval=1, concurrency=2,
+                 allowed=(ORIGIN,), ca_bundle=None, **kwargs):
+    """A Fetcher on the virtual clock (politeness waits jump) talking real TLS to `server`."""
+    clock = clock or VirtualClock()
+    transport = Urllib3Transport(ca_bundle=ca_bundle or server.ca_pem_path,
+                                 read_gap_seconds=kwargs.pop("read_gap_seconds", 1.0))
+    budget = Budget(max_requests, discovery_max_requests, max_source_bytes, deadline)
+    kwargs.setdefault("request_timeout", 5)
+    fetcher = Fetcher(transport, Egress(server.resolve_map()), allowed_origins=allowed, budget=budget,
+                      politeness=Politeness(min_interval, concurrency), clock=clock, **kwargs)
+    return fetcher
+
+
+def page(path, accepted=("text/html",), origin=ORIGIN):
+    return FetchSpec(origin + path, "page", tuple(accepted))
+
+
+def listing(path, accepted=("application/json",), origin=ORIGIN):
+    return FetchSpec(origin + path, "listing", tuple(accepted))
