@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 import unicodedata
 from typing import Any
 
@@ -86,8 +87,7 @@ def _codec(label: str | None) -> str | None:
     return name
 
 
-def detect_encoding(body: bytes, content_type: str | None, kind: str = "html") -> tuple[str, int]:
-    """(codec, number of BOM bytes to skip) for `body`; `kind` is "html", "xml" or "json"."""
+def _detect(body: bytes, content_type: str | None, kind: str) -> tuple[str, int]:
     for bom, name in _BOMS:
         if body.startswith(bom):
             return name, len(bom)
@@ -107,16 +107,38 @@ def detect_encoding(body: bytes, content_type: str | None, kind: str = "html") -
             inner = _codec(match.group(1).decode("ascii", "replace"))
             if inner:
                 return inner, 0
+    return _FALLBACK, 0
+
+
+# Marks "no declared encoding": UTF-8 when the bytes are valid UTF-8, else windows-1252
+# (JSON: UTF-8 with U+FFFD, RFC 8259 §8.1 allows nothing else).
+_FALLBACK = "fallback"
+
+
+def _fallback(body: bytes, kind: str) -> str:
     try:
-        body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError:
-        return ("utf-8" if kind == "json" else "cp1252"), 0
-    return "utf-8", 0
+        return body.decode("utf-8" if kind == "json" else "cp1252", errors="replace")
+
+
+def detect_encoding(body: bytes, content_type: str | None, kind: str = "html") -> tuple[str, int]:
+    """(codec, number of BOM bytes to skip) for `body`; `kind` is "html", "xml" or "json"."""
+    codec, skip = _detect(body, content_type, kind)
+    if codec == _FALLBACK:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return ("utf-8" if kind == "json" else "cp1252"), 0
+        return "utf-8", 0
+    return codec, skip
 
 
 def decode_text(body: bytes, content_type: str | None, kind: str = "html") -> str:
     """The page as text under the encoding rule; undecodable bytes become U+FFFD."""
-    codec, skip = detect_encoding(body, content_type, kind)
+    codec, skip = _detect(body, content_type, kind)
+    if codec == _FALLBACK:
+        return _fallback(body, kind)
     return body[skip:].decode(codec, errors="replace")
 
 
@@ -138,8 +160,15 @@ def normalize_block(text: str | None) -> str:
 
 # --- HTML ----------------------------------------------------------------------------
 
-_HTML_PARSER = html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
-                               no_network=True, default_doctype=False)
+# One parser per thread: lxml parsers are reusable but not safe to share between threads.
+_LOCAL = threading.local()
+
+
+def _html_parser() -> html.HTMLParser:
+    if not hasattr(_LOCAL, "parser"):
+        _LOCAL.parser = html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
+                                        no_network=True, default_doctype=False)
+    return _LOCAL.parser
 
 
 def parse_html(body: bytes, content_type: str | None) -> Any:
@@ -153,7 +182,7 @@ def parse_html(body: bytes, content_type: str | None) -> Any:
     text = _XML_DECLARATION_TEXT.sub("", text, count=1)
     if not text.strip():
         raise ValueError("the page is empty")
-    root = html.document_fromstring(text.encode("utf-8"), parser=_HTML_PARSER)
+    root = html.document_fromstring(text.encode("utf-8"), parser=_html_parser())
     if root is None:
         raise ValueError("the page holds no HTML document")
     return root

@@ -52,11 +52,12 @@ def read(options: Mapping[str, Any], body: bytes, content_type: str, url: str) -
     selectors = options.get("selectors", {})
     metadata = tuple(options.get("metadata", ()))
     values: dict[str, str] = {}
+    meta = _meta_index(root)
     for name in ("title", *metadata):
         if name in selectors:
             values[name] = _by_selector(root, selectors[name], name, url)
         else:
-            values[name] = _found(root, name, url)
+            values[name] = _found(root, meta, name, url)
     # The story comes last: the engine prunes the tree it is given.
     if "story" in selectors:
         matches = compile_selector(selectors["story"]).select(root)
@@ -121,8 +122,7 @@ def _meta_index(root: Any) -> dict[tuple[str, str], str]:
     return index
 
 
-def _found(root: Any, name: str, url: str) -> str:
-    meta = _meta_index(root)
+def _found(root: Any, meta: dict[tuple[str, str], str], name: str, url: str) -> str:
     for key in _META.get(name, ()):
         value = meta.get(key)
         if value and not (name == "author" and value.startswith(("http://", "https://"))):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from typing import Any, Mapping
 
 from lxml import etree
@@ -31,9 +32,15 @@ _FORBIDDEN = re.compile(rb"<!\s*(?:DOCTYPE|ENTITY)", re.I)
 _XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]*\?>")
 
 
+# One parser per thread: lxml parsers are reusable but not safe to share between threads.
+_LOCAL = threading.local()
+
+
 def _parser() -> etree.XMLParser:
-    return etree.XMLParser(encoding="utf-8", resolve_entities=False, no_network=True, load_dtd=False,
+    if not hasattr(_LOCAL, "parser"):
+        _LOCAL.parser = etree.XMLParser(encoding="utf-8", resolve_entities=False, no_network=True, load_dtd=False,
                            huge_tree=False, remove_comments=True, remove_pis=True, dtd_validation=False)
+    return _LOCAL.parser
 
 
 def compile_path(path: str, namespaces: Mapping[str, str], relative_to: str = ".") -> etree.XPath:

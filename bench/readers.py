@@ -1,0 +1,90 @@
+"""Pages per second of each Reader family, beside the bare parse of the same bytes in the same run.
+
+HTML families run on the article-extraction pages (/work/shared/data/article-extraction);
+the ratio is the Reader's time over `lxml.html.fromstring` of the same bytes (target for
+html.web_extract: within 4x). json.tabular and xml.tabular run on a JSON and an XML rendering
+of the same pages (one record per paragraph), beside `json.loads` / `lxml.etree.fromstring`.
+
+    .venv/bin/python bench/readers.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from lxml import etree, html
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from collection.readers.base import Decoded, Pin, decode  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "article-extraction"
+
+
+def timed(function, bodies, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for body in bodies:
+            function(body)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--repeat", type=int, default=3, help="best of N passes")
+    args = parser.parse_args(argv)
+    truth = json.loads((args.data / "ground-truth.json").read_text(encoding="utf-8"))
+    pages = [gzip.decompress(p.read_bytes()) for p in sorted((args.data / "html").glob("*.html.gz"))]
+    if not pages:
+        print(f"no pages under {args.data}", file=sys.stderr)
+        return 2
+    paragraphs = [[line for line in item["articleBody"].split("\n") if line] for item in truth.values()]
+    json_pages = [json.dumps({"data": [{"id": i, "attributes": {"text": t, "n": len(t)}} for i, t in enumerate(ps)]}).encode()
+                  for ps in paragraphs]
+    xml_pages = [("<rss><channel>" + "".join(f"<item><guid>{i}</guid><description>{escape(t)}</description></item>"
+                                              for i, t in enumerate(ps)) + "</channel></rss>").encode() for ps in paragraphs]
+
+    def reader(pin: Pin, content_type: str):
+        def run(body: bytes) -> None:
+            if not isinstance(decode(pin, body, content_type, "https://example.com/a"), Decoded):
+                raise SystemExit(f"{pin.family_id} failed on a benchmark page")
+        return run
+
+    html_bare = lambda body: html.fromstring(body)  # noqa: E731
+    cases = [
+        ("html.web_extract (engine)", Pin("html.web_extract", "1.1.0", {"metadata": ["published_at", "author", "description",
+                                                                                      "canonical_url", "language"]}),
+         "text/html", pages, html_bare, "lxml.html.fromstring"),
+        ("html.web_extract (selectors)", Pin("html.web_extract", "1.1.0", {"selectors": {"story": "article p, main p"},
+                                                                           "metadata": ["published_at"]}),
+         "text/html", pages, html_bare, "lxml.html.fromstring"),
+        ("html.tabular (records)", Pin("html.tabular", "1.0.0", {"records": {"selector": "p", "columns": [
+            {"name": "text", "selector": "*"}, {"name": "link", "selector": "a", "attribute": "href"}]}}),
+         "text/html", pages, html_bare, "lxml.html.fromstring"),
+        ("json.tabular", Pin("json.tabular", "1.0.0", {"records": {"pointer": "/data"}, "columns": [
+            {"name": "id", "pointer": "/id"}, {"name": "text", "pointer": "/attributes/text"},
+            {"name": "n", "pointer": "/attributes/n"}]}),
+         "application/json", json_pages, json.loads, "json.loads"),
+        ("xml.tabular", Pin("xml.tabular", "1.0.0", {"records": {"path": "channel/item"}, "columns": [
+            {"name": "id", "path": "guid"}, {"name": "text", "path": "description"}]}),
+         "application/xml", xml_pages, etree.fromstring, "etree.fromstring"),
+    ]
+    print(f"{len(pages)} pages, best of {args.repeat}")
+    print(f"{'family':<30}{'pages/s':>10}{'baseline':>24}{'pages/s':>10}{'ratio':>8}")
+    for name, pin, content_type, bodies, bare, bare_name in cases:
+        ours = timed(reader(pin, content_type), bodies, args.repeat)
+        base = timed(bare, bodies, args.repeat)
+        print(f"{name:<30}{len(bodies) / ours:>10.1f}{bare_name:>24}{len(bodies) / base:>10.1f}{ours / base:>7.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
