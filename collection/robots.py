@@ -2,7 +2,8 @@
 
 - Lines end at CR, LF or CRLF; `#` starts a comment; a record is `key: value`. Keys are
   case-insensitive and the common misspellings Google and Protego accept are accepted. A
-  line without a colon is not a record (RFC 9309 §2.2: the grammar requires it).
+  line that forgot its colon is read as `key value` when it has exactly two words (as
+  Google does; RFC 9309's grammar requires the colon, but the author's intent is plain).
 - A group is one or more `user-agent` lines followed by its rules; a `user-agent` line
   after a rule starts a new group. Other records (`sitemap`, `crawl-delay`, unknown keys)
   never end a group (§2.2.4: other records MUST NOT interfere with group parsing). Rules
@@ -167,9 +168,15 @@ def _parse(text: str | bytes) -> RobotsRules:
 
     for number, raw in enumerate(_LINE_BREAK.split(body), start=1):
         content = raw.split("#", 1)[0].strip(" \t\f\v")
-        if ":" not in content:
-            continue
-        key, value = content.split(":", 1)
+        if ":" in content:
+            key, value = content.split(":", 1)
+        else:
+            # Like Google: a forgotten colon is read as whitespace when the line is exactly
+            # "key value"; the author's intent is plain, and honouring it errs polite.
+            words = content.split()
+            if len(words) != 2:
+                continue
+            key, value = words
         key = " ".join(key.split()).lower()
         value = value.strip(" \t\f\v")
         if key in _USER_AGENT_KEYS:

@@ -22,7 +22,8 @@ CASES = [
     # --- ID_LineSyntax ----------------------------------------------------------------------
     ("line", "user-agent: FooBot\ndisallow: /\n", "/x", BOT, False),
     ("line", "foo: FooBot\nbar: /\n", "/x", BOT, True),                          # unknown keys
-    ("line", "user-agent FooBot\ndisallow /\n", "/x", BOT, True),                # no colon: not a record (RFC grammar)
+    ("line", "user-agent FooBot\ndisallow /\n", "/x", BOT, False),               # forgotten colon, two words: read
+    ("line", "user-agent FooBot\ndisallow /x /y\n", "/x", BOT, True),            # three words: not a record
     ("line", "  User-Agent \t:  FooBot  \n\tDisallow :\t/x  \n", "/x", BOT, False),
     ("line", "User-agent: FooBot # a comment\nDisallow: /x # /y\n", "/y", BOT, True),
     ("line", "User-agent: FooBot # a comment\nDisallow: /x # /y\n", "/x", BOT, False),
@@ -295,3 +296,28 @@ def test_wildcards_are_linear_not_exponential():
     rules = parse_robots(f"User-agent: *\nDisallow: {pattern}\n")
     # A backtracking matcher takes astronomically long here; the verdict must be "no match".
     assert rules.verdict(BOT, path).allowed
+
+
+# --- the robots-check command -----------------------------------------------------------------------------
+
+def test_robots_check_command(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from collection.cli import cli
+
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /private # x\nAllow: /private/open\nCrawl-delay: 2\n")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["robots-check", "--robots", str(robots), "--agent", "MostlyRightDataHarness", "--json",
+                                 "https://www.example.com/private/x", "/private/open?a#frag", "https://www.example.com"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["crawl_delay"] == 2.0
+    assert [(v["path"], v["allowed"], v["line"]) for v in out["verdicts"]] == [
+        ("/private/x", False, 2), ("/private/open?a", True, 3), ("/", True, None)]
+    human = runner.invoke(cli, ["robots-check", "--robots", str(robots), "--agent", "X", "/private/x"])
+    assert human.exit_code == 0 and "disallowed" in human.output and "line 2" in human.output
+    missing = runner.invoke(cli, ["robots-check", "--robots", str(tmp_path / "nope"), "--agent", "X", "/"])
+    assert missing.exit_code == 2
