@@ -75,8 +75,19 @@ def canonicalise(link: str, base: str | None = None) -> str:
     may be fetched is a separate question (`unreachable_reason`).
     """
     text = link.strip(_TRIM)
-    absolute = urljoin(base, text) if base else text
-    parts = urlsplit(absolute)
+    try:
+        own = urlsplit(text)
+        if own.scheme and not own.netloc and text[len(own.scheme) + 1:].startswith("//"):
+            # "https://" or "https:///x" names an empty host; urljoin would quietly answer the
+            # base address instead, turning a broken link into a link to the listing itself.
+            raise UrlError(f"{link!r} has an empty host")
+        absolute = urljoin(base, text) if base else text
+        parts = urlsplit(absolute)
+    except UrlError:
+        raise
+    except ValueError as exc:
+        # urllib raises a bare ValueError for a broken IPv6 literal; callers catch UrlError.
+        raise UrlError(f"{link!r} is not a URL: {exc}") from None
     if not parts.scheme or not parts.netloc:
         raise UrlError(f"{link!r} is not an absolute URL")
     scheme = parts.scheme.lower()
@@ -84,12 +95,53 @@ def canonicalise(link: str, base: str | None = None) -> str:
     if not host:
         raise UrlError(f"{link!r} has no host")
     host = _canonical_host(host)
-    if port == "443" and scheme == "https":
+    if port == "" or (scheme == "https" and port is not None and port.isascii() and port.isdigit()
+                      and int(port) == 443):
+        # An empty port is no port, and ":0443" is the explicit :443 of URL-05 (WHATWG
+        # reads both so); keeping them would give one page two identities.
         port = None
     netloc = host if port is None else f"{host}:{port}"
     if userinfo is not None:
         netloc = f"{userinfo}@{netloc}"
-    return urlunsplit((scheme, netloc, parts.path, parts.query, ""))
+    # RFC 3986 §5.2.2 removes dot segments from every target, absolute ones included;
+    # urljoin only does so for relative references, so "https://h/a/../b" and "../b"
+    # would otherwise name one page two ways.
+    return urlunsplit((scheme, netloc, remove_dot_segments(parts.path), parts.query, ""))
+
+
+def remove_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    rest = path
+    while rest:
+        if rest.startswith("../"):
+            rest = rest[3:]
+        elif rest.startswith("./"):
+            rest = rest[2:]
+        elif rest.startswith("/./"):
+            rest = rest[2:]
+        elif rest == "/.":
+            rest = "/"
+        elif rest.startswith("/../"):
+            rest = rest[3:]
+            if output:
+                output.pop()
+        elif rest == "/..":
+            rest = "/"
+            if output:
+                output.pop()
+        elif rest in (".", ".."):
+            rest = ""
+        else:
+            start = 1 if rest.startswith("/") else 0
+            end = rest.find("/", start)
+            if end < 0:
+                end = len(rest)
+            output.append(rest[:end])
+            rest = rest[end:]
+    return "".join(output)
 
 
 def origin_of(url: str) -> str:
