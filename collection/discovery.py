@@ -259,7 +259,14 @@ class DiscoveryState:
     @property
     def requests_left(self) -> int:
         """How many HTTP requests (hops and retries included) the next listing may cost."""
-        return max(0, self.config.max_requests - self.requests)
+        return max(0, self.config.max_requests - self.spent)
+
+    @property
+    def spent(self) -> int:
+        """What the ceiling is measured against: HTTP requests charged, and never fewer than
+        the listings asked for, so a listing that cost nothing (robots disallow) still counts
+        toward "no more than max_requests listings" (PAG-17)."""
+        return max(self.listings, self.requests)
 
     def refusal(self, status: int, headers: tuple[tuple[str, str], ...] | list) -> str | None:
         """Why a listing answering `status` and `headers` is refused before its body is read
@@ -433,7 +440,7 @@ class DiscoveryState:
             if self.failure is not None:
                 return self._finish("listing_failed")
             return self._finish("sitemap_index_read" if self.config.kind == SITEMAP else "single_request")
-        if self.requests >= self.config.max_requests:
+        if self.spent >= self.config.max_requests:
             return self._finish("max_requests")    # PAG-17
         return self
 
@@ -463,7 +470,7 @@ class DiscoveryState:
                 return replace(self, failure=self.failure or target)._finish("next_unreachable")
         if target in self.requested:
             return self._finish("repeated_address")
-        if self.requests >= self.config.max_requests:
+        if self.spent >= self.config.max_requests:
             return self._finish("max_requests")
         return replace(self, queue=((target, "listing"),), requested=self.requested | {target})
 
