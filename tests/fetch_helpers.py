@@ -3,7 +3,7 @@
 from collection.budgets import Budget
 from collection.clock import VirtualClock
 from collection.egress import Egress
-from collection.fetcher import Fetcher, FetchSpec
+from collection.fetcher import ARRIVAL_MARGIN_SECONDS, Fetcher, FetchSpec
 from collection.politeness import Politeness
 from collection.transport_urllib3 import Urllib3Transport
 
@@ -21,7 +21,7 @@ def make_fetcher(server, *, clock=None, max_requests=1000, discovery_max_request
     budget = Budget(max_requests, discovery_max_requests, max_source_bytes, deadline)
     kwargs.setdefault("request_timeout", 5)
     fetcher = Fetcher(transport, Egress(server.resolve_map()), allowed_origins=allowed, budget=budget,
-                      politeness=Politeness(min_interval, concurrency), clock=clock, **kwargs)
+                      politeness=Politeness(min_interval, concurrency, margin=ARRIVAL_MARGIN_SECONDS), clock=clock, **kwargs)
     return fetcher
 
 
