@@ -49,6 +49,11 @@ PEX_CACHE = WORK / "pex-root"             # pex's download/build cache for build
 # Pinned so that the same commit builds the same bytes (the pex version shapes the file).
 BUILD_REQUIREMENTS = ["pex==2.105.2", "setuptools==84.2.1"]
 
+# The pip pex resolves with. Pex's default (its vendored pip 20.3.4) does not normalise extra
+# names, so `lxml[html_clean]` (from justext, via trafilatura) silently lost lxml_html_clean
+# and the pyz refused to boot. Pinned, like the tools above, for reproducibility.
+PIP_VERSION = "26.2.1"
+
 PYTHONS = ["3.11", "3.12", "3.13"]
 ARCHES = ["x86_64", "aarch64"]
 # manylinux2014 = glibc 2.17 and newer: every supported server; lxml and rpds-py publish
@@ -117,7 +122,25 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def build(output: Path, commit: str = "HEAD") -> Path:
+def boot_check(pyz: Path, commit: str) -> None:
+    """Run the fresh pyz once (`--version`, empty PEX_ROOT) under this interpreter when it is
+    one of the targets: a pyz whose dependencies do not resolve at boot is never shipped."""
+    import platform
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" not in PYTHONS or platform.machine() not in ARCHES:
+        log("boot check skipped: this interpreter is not one of the targets")
+        return
+    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    with tempfile.TemporaryDirectory(dir=WORK, prefix="check-") as tmp:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "PEX_ROOT": tmp}
+        proc = subprocess.run([python, "-I", str(pyz), "--version"], env=env, cwd=tmp,
+                              capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0 or commit not in proc.stdout:
+        raise SystemExit(f"build_zipapp: the built pyz does not boot under {python}:\n"
+                         f"{proc.stdout}{proc.stderr[-4000:]}")
+    log(f"boot check: {proc.stdout.strip()}")
+
+
+def build(output: Path, commit: str = "HEAD", check: bool = True) -> Path:
     commit = git("rev-parse", "--verify", f"{commit}^{{commit}}")
     epoch = git("log", "-1", "--format=%ct", commit)
     if git("status", "--porcelain", "--untracked-files=no"):
@@ -146,12 +169,15 @@ def build(output: Path, commit: str = "HEAD") -> Path:
                    "--venv",
                    *[arg for plat in PLATFORMS for arg in ("--platform", plat)],
                    "--python-shebang", SHEBANG,
+                   "--pip-version", PIP_VERSION,  # pex's vendored pip 20.3 mis-resolves extras (PEP 685)
                    "--no-build",                  # native deps as wheels for every target, never sdists
                    "--no-use-system-time",        # fixed zip timestamps: reproducible
                    "--no-emit-warnings",
                    "-o", str(partial)]
             log(f"running pex for {len(PLATFORMS)} targets: {', '.join(PLATFORMS)}")
             run(cmd, env=env, cwd=tmp, stdout=sys.stderr)
+            if check:
+                boot_check(partial, commit)
             os.replace(partial, output)
     return output
 
@@ -162,10 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", type=Path, default=ROOT / "dist" / "collection.pyz",
                     help="where to write the pyz (default: dist/collection.pyz)")
     ap.add_argument("--commit", default="HEAD", help="the commit to build (default: HEAD)")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip running the built pyz once under this interpreter")
     args = ap.parse_args(argv)
     if sys.version_info < (3, 11):
         ap.error("needs Python 3.11 or newer")
-    out = build(args.output.resolve(), args.commit)
+    out = build(args.output.resolve(), args.commit, check=not args.no_check)
     print(f"{out}  {out.stat().st_size} bytes  sha256 {sha256(out)}")
     return 0
 
