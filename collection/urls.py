@@ -12,6 +12,7 @@ publisher's and may be significant.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -151,6 +152,7 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
 
 
+@functools.lru_cache(maxsize=4096)
 def host_problem(host: str) -> str | None:
     """Why a (lowercase, ASCII) host may not be reached by name, or None."""
     if not host:
