@@ -154,19 +154,18 @@ def parse(data: bytes | str) -> Parsed:
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+    level = [value]
+    for _ in range(limit):
+        children = []
+        for item in level:
+            if isinstance(item, dict):
+                children.extend(item.values())
+            elif isinstance(item, list):
+                children.extend(item)
+        if not children:
+            return False
+        level = children
+    return any(isinstance(item, (dict, list)) for item in level)
 
 
 _TOKEN = re.compile(r"""

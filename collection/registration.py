@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator
 
 import jsonschema
@@ -29,6 +30,7 @@ from collection.pointer import escape_token, parse_pointer
 from collection.readers.registry import FAMILIES, options_schema
 from collection.refusal import Refusal
 from collection.resources import load_schema
+from collection.schemacheck import compile_check
 from collection.selectors import SelectorError, compile_selector
 
 _ORIGIN_SHAPE = re.compile(r"https://[a-z0-9.-]+\Z")
@@ -62,6 +64,15 @@ class Registration:
 # --- schemas ---------------------------------------------------------------------------
 
 _VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
+_CHECKS: dict[str, Callable[[Any], bool]] = {}
+
+
+def _fast_check(kind: str) -> Callable[[Any], bool]:
+    if kind not in _CHECKS:
+        validator = _validator(kind)
+        source = load_schema("source.schema.json")
+        _CHECKS[kind] = compile_check(validator.schema, {source["$id"]: source})
+    return _CHECKS[kind]
 
 
 def _validator(kind: str) -> jsonschema.protocols.Validator:
@@ -132,6 +143,8 @@ def _bound_text(schema: dict[str, Any], name: str) -> str:
 
 
 def _schema_refusals(document: Any, kind: str) -> Iterator[Refusal]:
+    if _fast_check(kind)(document):
+        return
     for error in _validator(kind).iter_errors(document):
         pointer = _to_pointer(error.absolute_path)
         schema = error.schema if isinstance(error.schema, dict) else {}
@@ -263,6 +276,16 @@ def _reader_rules(doc: dict[str, Any]) -> tuple[list[Refusal], ReaderPin | None]
     return refusals, ReaderPin(family_id, version, text, options, columns)
 
 
+@lru_cache(maxsize=None)
+def _options_validator(family_id: str) -> jsonschema.protocols.Validator:
+    return jsonschema.Draft202012Validator(options_schema(family_id))
+
+
+@lru_cache(maxsize=None)
+def _options_check(family_id: str) -> Callable[[Any], bool]:
+    return compile_check(options_schema(family_id))
+
+
 def _decode_options(family_id: str, text: str, where: str) -> tuple[list[Refusal], Any]:
     try:
         parsed = jsondoc.parse(text)
@@ -280,8 +303,9 @@ def _decode_options(family_id: str, text: str, where: str) -> tuple[list[Refusal
         refusals.append(Refusal("READER_OPTIONS_NOT_CANONICAL", where,
                                 f"reader.decode_options is not canonical JSON; write it as {canonical}",
                                 "canonical JSON: sorted keys, no insignificant whitespace (READ-02)"))
-    validator = jsonschema.Draft202012Validator(options_schema(family_id))
-    for error in sorted(validator.iter_errors(options), key=lambda e: list(map(str, e.absolute_path))):
+    validator = _options_validator(family_id)
+    errors = [] if _options_check(family_id)(options) else validator.iter_errors(options)
+    for error in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
         inner = _to_pointer(error.absolute_path) or "/"
         refusals.append(Refusal("READER_OPTIONS_INVALID", where, f"{family_id} option at {inner}: {error.message}",
                                 f"schemas/{FAMILIES[family_id].options_schema}"))
