@@ -37,6 +37,13 @@ class Coverage:
         return {name: getattr(self, name) for name in COVERAGE_MEMBERS}
 
 
-def is_complete(*, discovery_complete: bool, pending: int, failed: int, truncated: bool) -> bool:
-    """COV-18: all four conditions, nothing else."""
-    return discovery_complete and pending == 0 and failed == 0 and not truncated
+def is_complete(*, discovery_complete: bool, pending: int, failed: int, truncated: bool,
+                budget_exhausted: str | None = None) -> bool:
+    """COV-18's four conditions, and no ceiling left work undone.
+
+    COV-18 says "only when", a necessary condition; COV-02 adds that a run ended by a
+    budget reports false. The fifth condition matters when max_pages kept new ids out
+    of the ledger, or a ceiling stopped revisits, while nothing was pending or failed.
+    """
+    return (discovery_complete and pending == 0 and failed == 0 and not truncated
+            and budget_exhausted is None)

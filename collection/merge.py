@@ -223,7 +223,9 @@ def merge(prepared: Prepared, results: Iterable[PageResult], predecessor_relatio
             row, state=FETCHED, last_fetched_at=result.at, content_sha256=result.content_sha256,
             previous_content_sha256=previous, revision=revision,
             revision_hint_at_fetch=row.revision_hint, failure_code=None, failure_class=None,
-            failed_at=None, landed_url=None, row_count=len(rows),
+            failed_at=None, landed_url=None,
+            # the count of the rows the relation holds: verbatim rows keep theirs (D-55)
+            row_count=len(rows) if write else row.row_count,
         )
 
     writer = CsvWriter(out)
@@ -251,7 +253,7 @@ def merge(prepared: Prepared, results: Iterable[PageResult], predecessor_relatio
         fetched_this_run=fetched, unchanged=unchanged, changed=changed, failed_this_run=failed_now,
         pending=pending, failed=failed, skipped=skipped, budget_exhausted=budget,
         complete=is_complete(discovery_complete=discovery.complete, pending=pending, failed=failed,
-                             truncated=truncated),
+                             truncated=truncated, budget_exhausted=budget),
     )
     return MergeResult(new, coverage, truncated, tuple(corrections), tuple(clipped), written,
                        dict(sorted(failures_by_class.items())))

@@ -19,7 +19,7 @@ from collection.outcomes import FETCHED, PageResult
 from collection.planner import Revisit
 from collection.relation import check_relation_header, scan_relation
 from collection.states import COVERAGE_MEMBERS
-from test_merge_kit import COLS, Publisher, State, listing, relation_rows, rows_by_page, run, sha, t
+from test_merge_kit import COLS, body, Publisher, State, listing, relation_rows, rows_by_page, run, sha, t
 
 PID, URL, FETCHED_AT, SHA, REV, DISC_AT, ORD = range(2, 9)
 
@@ -165,7 +165,7 @@ def merge_18():
     r1, pub = base("a")
     pub.ok("a", "v2")
     r2 = run(r1.state, listing("a"), pub, now=t(5), revisit=Revisit("interval", 3600))
-    assert r2.row("a").previous_content_sha256 == sha("v1:a") and r2.row("a").content_sha256 == sha("v2")
+    assert r2.row("a").previous_content_sha256 == sha(body("v1:a")) and r2.row("a").content_sha256 == sha(body("v2"))
 
 
 def merge_19():
@@ -173,7 +173,7 @@ def merge_19():
     pub.ok("b", "v2")
     r2 = run(r1.state, listing("a", "b"), pub, now=t(5), revisit=Revisit("interval", 3600))
     assert [(c.page_id, c.previous_content_sha256, c.revision) for c in r2.result.corrections] == \
-        [("b", sha("v1:b"), 2)]
+        [("b", sha(body("v1:b")), 2)]
 
 
 def _refused(code):
@@ -383,10 +383,12 @@ def cov_17():
 
 
 def cov_18():
-    for dc, pending, failed, truncated in [(a, b, c, d) for a in (True, False) for b in (0, 1)
-                                           for c in (0, 1) for d in (False, True)]:
-        assert is_complete(discovery_complete=dc, pending=pending, failed=failed, truncated=truncated) == \
-            (dc and pending == 0 and failed == 0 and not truncated)
+    for dc, pending, failed, truncated, budget in [(a, b, c, d, e) for a in (True, False) for b in (0, 1)
+                                                   for c in (0, 1) for d in (False, True)
+                                                   for e in (None, "max_pages")]:
+        assert is_complete(discovery_complete=dc, pending=pending, failed=failed, truncated=truncated,
+                           budget_exhausted=budget) == \
+            (dc and pending == 0 and failed == 0 and not truncated and budget is None)   # and COV-02
 
 
 def cov_19():
@@ -424,7 +426,7 @@ def cov_22():
 
 def cov_23():
     r = run(State(), listing("a", "b"), Publisher().ok("a", "a", 2).ok("b", "b", 2), now=t(0), max_rows=3)
-    assert r.row("b").state == "pending" and r.row("b").content_sha256 == sha("b")
+    assert r.row("b").state == "pending" and r.row("b").content_sha256 == sha(body("b"))
 
 
 def cov_24():

@@ -29,6 +29,10 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def body(content: str, n: int = 2) -> str:
+    return f"{content}/{n}"
+
+
 def url(pid: str) -> str:
     return f"https://www.example.com/p/{pid}"
 
@@ -63,7 +67,8 @@ class Publisher:
         kind, *args = self.pages.get(choice.page_id, ("fail", "http_status_404"))
         if kind == "ok":
             content, n = args
-            return PageResult(choice.page_id, FETCHED, at, sha(content), rows_of(content, n))
+            # the digest covers the body, and the body decides the rows: same digest, same rows
+            return PageResult(choice.page_id, FETCHED, at, sha(body(content, n)), rows_of(content, n))
         if kind == "fail":
             return PageResult(choice.page_id, FAILED, at, failure_code=args[0])
         if kind == "skip":

@@ -72,7 +72,7 @@ def test_an_idle_refresh_writes_the_predecessor_bytes(history, revisit):
                max_rows=history[-1]["max_rows"], exhausted_after=0)
     assert idle.state.relation == last.relation
     # everything settled, then every page answers as before
-    settle = dict(history[-1], max_fetches=100, max_rows=None)
+    settle = dict(history[-1], max_fetches=100, max_rows=None, revisit=Revisit("interval", 3600))
     settled = do(last, settle, 60).state
     again = do(settled, dict(settle, revisit=revisit), 70)
     assert again.state.relation == settled.relation
@@ -107,7 +107,8 @@ def test_known_is_pending_plus_fetched_plus_failed_plus_skipped(history):
         c = r.cov
         assert c.known == len(states) == c.pending + fetched + c.failed + c.skipped
         assert c.fetched_this_run >= c.unchanged + c.changed
-        assert c.complete == (c.discovery_complete and c.pending == 0 and c.failed == 0 and not r.result.truncated)
+        assert c.complete == (c.discovery_complete and c.pending == 0 and c.failed == 0 and not r.result.truncated
+                              and c.budget_exhausted is None)
 
 
 @SETTINGS
@@ -146,7 +147,8 @@ def test_the_clamp_never_splits_a_page_except_the_first(history):
             assert [x[8] for x in rows] == [str(n) for n in range(1, len(rows) + 1)]
             expected = r.row(pid).row_count
             if i == 0 and len(rows) != expected:
-                assert r.result.truncated and len(rows) == spec["max_rows"] and r.row(pid).state != "fetched"
+                # cut this run, or cut earlier and kept because the page has not answered since
+                assert r.row(pid).state != "fetched" and len(rows) < expected
             else:
                 assert len(rows) == expected, pid
         if r.result.truncated:
