@@ -300,10 +300,8 @@ def robots_policy_for_response(status: int | None, body: str | bytes | None, com
         return parse_robots(body if body is not None else b"")
     if 300 <= status <= 399:
         return ALLOW_ALL
-    if status == 429:
-        # "Too many requests" says the origin is overloaded, not that robots.txt is
-        # absent; like Google, treat it as unreachable rather than as permission.
-        return DISALLOW_ALL
+    # 429 included: D-58 is binding ("4xx means allow all", as RFC 9309 §2.3.1.3). An
+    # overloaded origin is still protected by the scheduler's gap and its Retry-After.
     if 400 <= status <= 499:
         return ALLOW_ALL
     return DISALLOW_ALL

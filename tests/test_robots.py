@@ -248,7 +248,7 @@ def test_a_line_cut_by_the_limit_is_dropped():
     (301, True, "allow_all"),                 # redirects not followable: unavailable (RFC 9309 §2.3.1.2)
     (400, True, "allow_all"), (401, True, "allow_all"), (403, True, "allow_all"),
     (404, True, "allow_all"), (410, True, "allow_all"),
-    (429, True, "disallow_all"),              # overloaded, not absent
+    (429, True, "allow_all"),                 # D-58: every 4xx allows all (RFC 9309 §2.3.1.3)
     (500, True, "disallow_all"), (503, True, "disallow_all"), (599, True, "disallow_all"),
     (None, False, "disallow_all"),            # network error
     (100, True, "disallow_all"),
