@@ -312,7 +312,24 @@ def _decode_options(family_id: str, text: str, where: str) -> tuple[list[Refusal
     if refusals:
         return refusals, None
     refusals.extend(_option_syntax(options, where))
+    if family_id == "xml.tabular":
+        refusals.extend(_xml_path_rules(options, where))
     return refusals, options
+
+
+def _xml_path_rules(options: dict[str, Any], where: str) -> Iterator[Refusal]:
+    """xml.tabular element paths, compiled as the Reader will compile them (docs/readers.md)."""
+    from collection.readers.xml_tabular import compile_path
+
+    namespaces = options.get("namespaces", {})
+    paths = [("/records/path", options["records"]["path"])]
+    paths += [(f"/columns/{i}/path", c["path"]) for i, c in enumerate(options["columns"]) if "path" in c]
+    for inner, path in paths:
+        try:
+            compile_path(path, namespaces)
+        except ValueError as exc:
+            yield Refusal("READER_OPTIONS_INVALID", where, f"xml.tabular option at {inner}: {exc}",
+                          "the xml.tabular element-path grammar (docs/readers.md)")
 
 
 def _option_syntax(options: Any, where: str) -> Iterator[Refusal]:
