@@ -47,8 +47,9 @@ LEDGER_COLUMNS = (
 class MergeInvalid(Exception):
     """COLLECTION_MERGE_INVALID: the run and its predecessor contradict each other.
 
-    Stands in for collection.refusal.Refusal until that module exists; `to_refusal()`
-    converts when it does. `pointer` names the state file, `line` its physical line.
+    `pointer` names the state file (`ledger.csv`, `relation.csv`) and `line` its physical
+    line; `to_refusal()` gives the project's Refusal value, whose pointer is a JSON
+    pointer into a document, so there the file moves into the message.
     """
 
     def __init__(self, message: str, *, pointer: str, rule: str, line: int | None = None):
@@ -60,9 +61,10 @@ class MergeInvalid(Exception):
         self.line = line
 
     def to_refusal(self):
-        from collection.refusal import Refusal  # another module's value; imported late on purpose
+        from collection.refusal import Refusal
 
-        return Refusal(code=self.code, pointer=self.pointer, message=self.message, rule=self.rule, line=self.line)
+        return Refusal(code=self.code, pointer="", message=f"{self.pointer}: {self.message}",
+                       rule=self.rule, line=self.line)
 
     def __repr__(self) -> str:
         return f"MergeInvalid({self.pointer}:{self.line}: {self.message} [{self.rule}])"

@@ -23,9 +23,9 @@ from typing import Iterable, Iterator, Mapping, Sequence, TextIO
 
 from collection import codes
 from collection.coverage import Coverage, is_complete
-from collection.ledger import LedgerRow, MergeInvalid
+from collection.ledger import LedgerRow, MergeInvalid, check_ledger_header
 from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult
-from collection.relation import CsvWriter, iter_pages, provenance_row, relation_columns
+from collection.relation import CsvWriter, check_relation_header, iter_pages, provenance_row, relation_columns
 from collection.states import BUDGETS, MAX_PAGES, PENDING
 from collection.urls import unreachable_reason
 
@@ -64,6 +64,16 @@ class MergeResult:
     clipped: tuple[str, ...]              # pages the clamp left pending (COV-23)
     rows_written: int
     failures_by_class: Mapping[str, int]  # failed_this_run by liveness class (D-62)
+
+
+def check_predecessor(ledger_head: Iterable[str], relation_head: Iterable[str],
+                      reader_columns: Sequence[str]) -> MergeInvalid | None:
+    """Both header checks (REF-05, REF-06), reading only the heads of the two files.
+
+    The cheap check a run makes before any request; `scan_relation` and `read_ledger`
+    then check the bodies, still before any request.
+    """
+    return check_ledger_header(ledger_head) or check_relation_header(relation_head, reader_columns)
 
 
 # --- step 1 -------------------------------------------------------------------------------

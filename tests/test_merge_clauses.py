@@ -14,8 +14,7 @@ import pytest
 from collection.coverage import Coverage, is_complete
 from collection.ledger import check_ledger_header, read_ledger
 from collection.ledger import MergeInvalid
-from collection.merge import merge, prepare
-from collection.outcomes import FETCHED, PageResult
+from collection.merge import check_predecessor
 from collection.planner import Revisit
 from collection.relation import check_relation_header, scan_relation
 from collection.states import COVERAGE_MEMBERS
@@ -485,6 +484,8 @@ def cov_29():
 
 def ref_05():
     r, _ = base("a")
+    assert check_predecessor(io.StringIO(r.state.ledger), io.StringIO(r.state.relation), COLS) is None
+    assert check_predecessor(io.StringIO(r.state.ledger), io.StringIO(r.state.relation), ("x",)).rule == "REF-05"
     problem = check_relation_header(io.StringIO(r.state.relation), ("title", "summary"))
     assert problem is not None and problem.code == "COLLECTION_MERGE_INVALID"
     with pytest.raises(MergeInvalid):
@@ -498,8 +499,10 @@ def ref_06():
     assert check_ledger_header(io.StringIO(wrong)).code == "COLLECTION_MERGE_INVALID"
     other_version = r.state.ledger.replace("\n1,", "\n2,", 1)
     assert check_ledger_header(io.StringIO(other_version)).code == "COLLECTION_MERGE_INVALID"
-    with pytest.raises(MergeInvalid):
+    with pytest.raises(MergeInvalid) as info:
         read_ledger(io.StringIO(other_version))
+    refusal = info.value.to_refusal()
+    assert (refusal.code, refusal.rule, refusal.line) == ("COLLECTION_MERGE_INVALID", "REF-06", 2)
 
 
 def ref_12():
