@@ -158,7 +158,8 @@ class DiscoveryConfig:
         pagination = PaginationConfig(
             kind=raw_pagination.get("kind", pg.NONE),
             parameter=raw_pagination.get("parameter"),
-            first=raw_pagination.get("first"),
+            first=raw_pagination.get("first", pg.PaginationConfig(raw_pagination.get("kind", pg.NONE)).start
+                                      if raw_pagination.get("kind") in (pg.PAGE_PARAMETER, pg.OFFSET_PARAMETER) else None),
             step=raw_pagination.get("step", 1),
             pointer=raw_pagination.get("pointer"),
             selector=raw_pagination.get("selector"),
@@ -189,6 +190,11 @@ class DiscoveryConfig:
         )
         config.check()
         return config
+
+    @property
+    def has_revision_extractor(self) -> bool:
+        """REG-32: json_api with revision.pointer, or a sitemap (lastmod)."""
+        return (self.kind == JSON_API and self.revision_pointer is not None) or self.kind == SITEMAP
 
     def check(self) -> None:
         if self.kind != EXPLICIT and not isinstance(self.url, str):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from collection.discovery import DiscoveryConfig
+
 COLLECTION_ADAPTER = "public.https.collection@2.0.0"
 HOSTED_ADAPTER = "public.https.collection@1.0.0"
 
@@ -23,50 +25,6 @@ DEFAULT_MAX_ROWS = 1_000_000
 PROVENANCE_COLUMNS = ("page_id", "page_url", "page_fetched_at", "page_content_sha256",
                       "page_revision", "page_discovered_at", "page_ordinal")
 
-# Which pagination grammars each discovery kind admits (DISC-12, DISC-17, DISC-21, DISC-25).
-PAGINATION_FOR_DISCOVERY = {
-    "json_api": ("none", "page_parameter", "offset_parameter", "link_header", "cursor"),
-    "html_index": ("none", "page_parameter", "next_selector"),
-    "sitemap": ("none",),
-    "explicit": ("none",),
-}
-# Grammars that write their own parameter into the address (PAG-15).
-PARAMETER_GRAMMARS = ("page_parameter", "offset_parameter", "cursor")
-
-
-@dataclass(frozen=True)
-class Pagination:
-    kind: str = "none"
-    parameter: str | None = None
-    first: int | None = None      # page_parameter: 1; offset_parameter: 0
-    step: int | None = None       # offset_parameter: 1
-    pointer: str | None = None    # cursor
-    selector: str | None = None   # next_selector
-
-
-@dataclass(frozen=True)
-class Member:
-    page_id: str
-    url: str
-
-
-@dataclass(frozen=True)
-class Discovery:
-    kind: str
-    url: str | None                     # absent only for explicit
-    pagination: Pagination
-    max_requests: int = 64
-    records_pointer: str | None = None  # json_api
-    link_pointer: str | None = None
-    identity_pointer: str | None = None
-    revision_pointer: str | None = None
-    records_selector: str | None = None  # html_index
-    link_attribute: str = "href"
-    members: tuple[Member, ...] = ()     # explicit
-
-    @property
-    def has_revision_extractor(self) -> bool:
-        return (self.kind == "json_api" and self.revision_pointer is not None) or self.kind == "sitemap"
 
 
 @dataclass(frozen=True)
@@ -94,7 +52,7 @@ class Pages:
 
 @dataclass(frozen=True)
 class Collection:
-    discovery: Discovery
+    discovery: DiscoveryConfig          # the discovery module's own configuration value
     pages: Pages
 
 
@@ -152,39 +110,6 @@ class Dataset:
     sources: tuple[Source, ...]
 
 
-def _pagination(doc: dict[str, Any] | None) -> Pagination:
-    doc = doc or {"kind": "none"}
-    kind = doc["kind"]
-    if kind == "page_parameter":
-        return Pagination(kind, parameter=doc["parameter"], first=doc.get("first", 1))
-    if kind == "offset_parameter":
-        return Pagination(kind, parameter=doc["parameter"], first=doc.get("first", 0), step=doc.get("step", 1))
-    if kind == "cursor":
-        return Pagination(kind, parameter=doc["parameter"], pointer=doc["pointer"])
-    if kind == "next_selector":
-        return Pagination(kind, selector=doc["selector"])
-    return Pagination(kind)
-
-
-def discovery_from(doc: dict[str, Any]) -> Discovery:
-    def pointer(member: str) -> str | None:
-        return doc[member]["pointer"] if member in doc else None
-
-    return Discovery(
-        kind=doc["kind"],
-        url=doc.get("url"),
-        pagination=_pagination(doc.get("pagination")),
-        max_requests=doc.get("max_requests", 64),
-        records_pointer=pointer("records") if doc["kind"] == "json_api" else None,
-        link_pointer=pointer("link") if doc["kind"] == "json_api" else None,
-        identity_pointer=pointer("identity"),
-        revision_pointer=pointer("revision"),
-        records_selector=doc["records"]["selector"] if doc["kind"] == "html_index" else None,
-        link_attribute=doc.get("link", {}).get("attribute", "href") if doc["kind"] == "html_index" else "href",
-        members=tuple(Member(m["page_id"], m["url"]) for m in doc.get("members", ())),
-    )
-
-
 def pages_from(doc: dict[str, Any]) -> Pages:
     revisit = doc.get("revisit", {"kind": "never"})
     return Pages(
@@ -216,6 +141,6 @@ def source_from(doc: dict[str, Any], reader: ReaderPin | None) -> Source:
         limits=Limits(limits.get("max_source_bytes", DEFAULT_MAX_SOURCE_BYTES),
                       limits.get("max_rows", DEFAULT_MAX_ROWS), limits.get("max_requests")),
         reader=reader,
-        collection=Collection(discovery_from(collection["discovery"]), pages_from(collection["pages"]))
+        collection=Collection(DiscoveryConfig.from_mapping(collection["discovery"]), pages_from(collection["pages"]))
         if collection is not None else None,
     )

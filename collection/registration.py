@@ -24,8 +24,9 @@ from referencing import Registry, Resource
 from collection import jsondoc, urls
 from collection.canonical import canonical_json
 from collection.codes import CATALOGUE
-from collection.model import (COLLECTION_ADAPTER, HOSTED_ADAPTER, PAGINATION_FOR_DISCOVERY, PARAMETER_GRAMMARS,
-                              PROVENANCE_COLUMNS, Dataset, ReaderPin, Source, source_from)
+from collection.discovery import ALLOWED_PAGINATION as PAGINATION_FOR_DISCOVERY
+from collection.model import COLLECTION_ADAPTER, HOSTED_ADAPTER, PROVENANCE_COLUMNS, Dataset, ReaderPin, Source, source_from
+from collection.pagination import PARAMETER_KINDS as PARAMETER_GRAMMARS
 from collection.pointer import escape_token, parse_pointer
 from collection.readers.registry import FAMILIES, options_schema
 from collection.refusal import Refusal
