@@ -132,6 +132,12 @@ _ENTRIES = [
     _reg("EXPLICIT_URL_INVALID", "An explicit member's url is not an absolute https URL.", "Use an absolute https URL.", "D-38"),
     _reg("EXPLICIT_TOO_MANY_MEMBERS", "There are more explicit members than pages.max_pages allows.",
          "Raise pages.max_pages or list fewer members.", "D-38"),
+    _reg("PROBE_FAILED", "validate --probe could not read the first discovery address (robots, egress, HTTP error, redirect, timeout).",
+         "Check the address and the publisher; the message names what the request met.", "D-59"),
+    _reg("PROBE_MEDIA_TYPE", "validate --probe: the first listing answered with a media type its discovery kind does not accept.",
+         "Point discovery.url at the listing itself, or choose the discovery kind that reads this type.", "D-59", "DISC-28", "DISC-29", "DISC-30", "DISC-31"),
+    _reg("PROBE_RECORDS_NOT_ARRAY", "validate --probe: the first listing is not the declared shape (the records pointer names no array, or the root is not a sitemap).",
+         "Correct records.pointer (RFC 6901; \"\" is the whole body).", "D-59", "REG-36", "D-13"),
     _reg("DATASET_DUPLICATE_SOURCE_NAME", "Two sources of the dataset share one name.", "Give each source its own name.", "REG-05"),
     # --- run-level refusals ------------------------------------------------------------
     _run("COLLECTION_DISCOVERY_FAILED",
