@@ -45,3 +45,12 @@ def test_explain_prints_a_known_code_and_refuses_an_unknown_one():
     assert entry["liveness"] == "gone" and entry["kind"] == "page"
     result = runner.invoke(cli, ["explain", "NO_SUCH_CODE"])
     assert result.exit_code == 2
+
+
+def test_every_code_is_documented():
+    """docs/codes.md lists every code of the catalogue, so `explain` and the docs agree."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "codes.md").read_text()
+    missing = [code for code in codes.CATALOGUE if f"`{code}`" not in text]
+    assert missing == []
