@@ -140,7 +140,8 @@ def boot_check(pyz: Path, commit: str) -> None:
     log(f"boot check: {proc.stdout.strip()}")
 
 
-def build(output: Path, commit: str = "HEAD", check: bool = True) -> Path:
+def build(output: Path, commit: str = "HEAD", check: bool = True,
+          extra_pex_args: list[str] | None = None) -> Path:
     commit = git("rev-parse", "--verify", f"{commit}^{{commit}}")
     epoch = git("log", "-1", "--format=%ct", commit)
     if git("status", "--porcelain", "--untracked-files=no"):
@@ -173,6 +174,7 @@ def build(output: Path, commit: str = "HEAD", check: bool = True) -> Path:
                    "--no-build",                  # native deps as wheels for every target, never sdists
                    "--no-use-system-time",        # fixed zip timestamps: reproducible
                    "--no-emit-warnings",
+                   *(extra_pex_args or []),
                    "-o", str(partial)]
             log(f"running pex for {len(PLATFORMS)} targets: {', '.join(PLATFORMS)}")
             run(cmd, env=env, cwd=tmp, stdout=sys.stderr)
@@ -190,10 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default="HEAD", help="the commit to build (default: HEAD)")
     ap.add_argument("--no-check", action="store_true",
                     help="skip running the built pyz once under this interpreter")
+    ap.add_argument("--pex-arg", action="append", default=[], metavar="ARG",
+                    help="extra argument for pex, repeatable (for experiments; e.g. --pex-arg=--max-install-jobs=0)")
     args = ap.parse_args(argv)
     if sys.version_info < (3, 11):
         ap.error("needs Python 3.11 or newer")
-    out = build(args.output.resolve(), args.commit, check=not args.no_check)
+    out = build(args.output.resolve(), args.commit, check=not args.no_check,
+                extra_pex_args=args.pex_arg)
     print(f"{out}  {out.stat().st_size} bytes  sha256 {sha256(out)}")
     return 0
 
