@@ -52,6 +52,7 @@ class Exchange:
     request_headers: tuple[tuple[str, str], ...]
     responses: tuple[RecordedResponse, ...]
     per: str                            # "run" or "request"
+    comment: str | None = None
 
     def response_for(self, run: int, request_number: int) -> RecordedResponse:
         """Run `run` (1-based), `request_number`-th request for this URL in the run (1-based)."""
@@ -125,28 +126,74 @@ def parse_fixture(document) -> Fixture:
         else:
             responses = tuple(_response(r, f"{pointer}/responses/{i}") for i, r in enumerate(doc["responses"]))
         exchanges.append(Exchange(url, tuple((k, v) for k, v in doc["request"].get("headers", [])),
-                                  responses, doc.get("per", "run")))
+                                  responses, doc.get("per", "run"), doc.get("comment")))
     return Fixture(tuple(exchanges))
 
 
-def dump_fixture(fixture: Fixture) -> list:
-    """The JSON value of a fixture (bodies inline: text when UTF-8, else base64)."""
+# Media types whose bodies are written as text when they are valid UTF-8 (else base64).
+_TEXT_SUFFIXES = ("+json", "+xml")
+_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript", "application/ecmascript",
+                         "application/x-javascript", "application/xhtml+xml", "application/rss+xml",
+                         "application/atom+xml", "application/ld+json", "application/vnd.api+json",
+                         "application/x-www-form-urlencoded", "image/svg+xml"})
+
+
+def is_text_media_type(content_type: str | None) -> bool:
+    """text/*, JSON and XML types (parameters ignored): bodies a person can read in the fixture."""
+    mt = (content_type or "").split(";", 1)[0].strip().lower()
+    return mt.startswith("text/") or mt in _TEXT_TYPES or mt.endswith(_TEXT_SUFFIXES)
+
+
+def body_member(body: bytes, content_type: str | None) -> dict:
+    """`{"text": …}` for valid UTF-8 under a text media type, else `{"base64": …}`."""
+    if is_text_media_type(content_type):
+        try:
+            return {"text": body.decode("utf-8")}
+        except UnicodeDecodeError:
+            pass
+    return {"base64": base64.b64encode(body).decode("ascii")}
+
+
+def dump_response(r: RecordedResponse, body_file=None) -> dict:
+    """The JSON value of one response. `body_file(response)` may return a relative path to
+    write the body as a file member instead of inline (the caller writes the file)."""
+    doc: dict = {"status": r.status, "headers": [list(p) for p in r.headers]}
+    path = body_file(r) if body_file is not None and r.body else None
+    if path is not None:
+        doc["body"] = {"file": path}
+    elif r.body_file is not None and r.body is None:
+        doc["body"] = {"file": r.body_file}
+    elif r.body:
+        content_type = next((v for k, v in r.headers if k.lower() == "content-type"), None)
+        doc["body"] = body_member(r.body, content_type)
+    if r.delay_seconds:
+        doc["delay_seconds"] = int(r.delay_seconds) if float(r.delay_seconds).is_integer() else r.delay_seconds
+    if r.drip is not None:
+        doc["drip"] = int(r.drip) if float(r.drip).is_integer() else r.drip
+    if r.drop_before_headers:
+        doc["drop_connection"] = True
+    elif r.drop_after is not None:
+        doc["drop_connection"] = r.drop_after
+    if r.hang is not None:
+        doc["hang"] = r.hang
+    return doc
+
+
+def dump_fixture(fixture: Fixture, *, body_file=None) -> list:
+    """The JSON value of a fixture, in the fixture's exchange order.
+
+    Bodies are inline — text when the media type is textual and the bytes are valid UTF-8,
+    else base64 — unless `body_file(response)` returns a relative path for one (the caller
+    writes that file). Behaviours and comments are kept, so parse(dump(f)) == f for a
+    fixture whose bodies are loaded."""
     out = []
     for exchange in fixture.exchanges:
-        responses = []
-        for r in exchange.responses:
-            doc: dict = {"status": r.status, "headers": [list(p) for p in r.headers]}
-            if r.body_file is not None:
-                doc["body"] = {"file": r.body_file}
-            elif r.body:
-                try:
-                    doc["body"] = {"text": r.body.decode("utf-8")}
-                except UnicodeDecodeError:
-                    doc["body"] = {"base64": base64.b64encode(r.body).decode("ascii")}
-            responses.append(doc)
+        responses = [dump_response(r, body_file) for r in exchange.responses]
         entry: dict = {"request": {"method": "GET", "url": exchange.url,
                                    "headers": [list(p) for p in exchange.request_headers]}}
-        if len(responses) == 1:
+        if exchange.comment is not None:
+            entry["comment"] = exchange.comment
+        if len(responses) == 1 and exchange.per == "run":
             entry["response"] = responses[0]
         else:
             entry["responses"] = responses

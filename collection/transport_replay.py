@@ -14,8 +14,10 @@ slices, honouring `If-Range` against its ETag or Last-Modified.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 import threading
 from dataclasses import replace
 from typing import Callable
@@ -29,9 +31,18 @@ _DRIP_STEP_SECONDS = 0.1
 
 
 def load_fixture(path: str) -> Fixture:
-    """Read and validate a fixture file, reading `file` bodies relative to it (shell)."""
+    """Read and validate a fixture file, reading `file` bodies relative to it (shell).
+
+    The file may be gzip-compressed (recognised by its magic bytes, whatever its name)."""
     with open(path, "rb") as handle:
-        fixture = parse_fixture(handle.read())
+        data = handle.read()
+    if data[:2] == b"\x1f\x8b":
+        # A gzip-compressed fixture file (the demo corpus is one): same JSON inside.
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise FixtureError("", f"broken gzip fixture file: {exc}") from None
+    fixture = parse_fixture(data)
     base = os.path.dirname(os.path.abspath(path))
     exchanges = []
     for i, exchange in enumerate(fixture.exchanges):

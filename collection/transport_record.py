@@ -1,0 +1,310 @@
+"""Recording: a Transport wrapper that writes every exchange into the fixture format (shell).
+
+    recorder = Recorder.load(path, run=n)          # or Recorder(run=n) for a new fixture
+    transport = RecordingTransport(inner, recorder)  # a drop-in Transport (collection/transport.py)
+    ... run the fetcher on `transport` ...
+    recorder.save(path)
+
+What is recorded (docs/fixtures.md, "Recording"):
+- every request the fetcher sends — listings, pages, robots.txt, each redirect hop (a 3xx is
+  its own exchange, recorded with its Location) — with the fetcher's request headers and the
+  response's status, headers (as received) and body (decoded: content-encoding removed, the
+  bytes replay serves);
+- failures as the behaviours the format has: a connection that failed before the status line
+  (reset, refused, TLS) is `drop_connection: true`; one that broke after n body bytes is
+  `drop_connection: n`; a timeout before the headers is `hang: "before_headers"`, during the
+  body `hang: "after_headers"`. The failure code that was seen is kept in the exchange's
+  `comment` when replay would report it under another code (tls_error, body_incomplete).
+- what the fetcher read, no more: a body the fetcher stopped reading (a redirect, a refused
+  media type, a cap) is recorded as far as it was read, which replays to the same outcome.
+  Byte ranges of one object (206 answers continuing a 200 that advertised them) are stitched
+  back into that 200, so replay serves the ranges from it with the same request counts.
+- Timing is not recorded (no `delay_seconds`, no `drip`): a recording is deterministic.
+
+Runs: run n of a state directory writes `responses[n-1]` of a per-run sequence, the same
+index replay serves for run n. Earlier runs missing for a URL are filled with the nearest
+earlier answer (or the first one), and trailing repeats collapse (the last one repeats on
+replay), so a later recording never shifts an earlier run's answers. Within one run, several
+requests for one URL (retries) become a per-request sequence when the fixture holds only
+that run; once several runs are recorded, each run keeps its last answer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from collection import urls
+from collection.canonical import canonical_json
+from collection.fixture import Exchange, Fixture, RecordedResponse, dump_fixture
+from collection.transport import Request, TransportError, header_value
+
+# Bodies larger than this are written as files beside the fixture (content-addressed).
+INLINE_LIMIT = 256 * 1024
+BODY_DIR = "bodies"
+
+# Failure codes replay reproduces exactly from the behaviour recorded for them.
+_EXACT_CODES = {"connection_error", "timeout"}
+# Recorded request headers: what the fetcher asked for, minus the per-attempt range headers.
+_DROP_REQUEST_HEADERS = {"range", "if-range"}
+
+
+@dataclass
+class _Capture:
+    """One request's answer, filled in as the response is read."""
+
+    url: str
+    request_headers: tuple[tuple[str, str], ...]
+    range_start: int | None = None          # the first byte asked for with Range
+    status: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytearray = field(default_factory=bytearray)
+    drop_before_headers: bool = False
+    drop_after: int | None = None
+    hang: str | None = None
+    note: str | None = None
+    done: bool = False
+
+    def response(self) -> RecordedResponse:
+        return RecordedResponse(
+            # A connection that failed before the status line has no status; 200 stands in
+            # (the schema needs one, and replay fails before it is ever read).
+            status=self.status if self.status is not None else 200, headers=self.headers, body=bytes(self.body),
+            drop_after=self.drop_after, drop_before_headers=self.drop_before_headers, hang=self.hang)
+
+
+def _range_start(headers: tuple[tuple[str, str], ...]) -> int | None:
+    spec = header_value(headers, "Range")
+    if not spec or not spec.startswith("bytes="):
+        return None
+    first = spec[len("bytes="):].partition("-")[0]
+    return int(first) if first.isdigit() else None
+
+
+def _content_range_start(value: str | None) -> tuple[int, int] | None:
+    """(first byte, total) of `bytes a-b/total`."""
+    if not value or not value.startswith("bytes "):
+        return None
+    span, _, total = value[len("bytes "):].partition("/")
+    first = span.partition("-")[0]
+    if not first.isdigit() or not total.isdigit():
+        return None
+    return int(first), int(total)
+
+
+class Recorder:
+    """Collects the exchanges of run `run` (1-based) on top of an earlier fixture. Thread-safe."""
+
+    def __init__(self, run: int = 1, base: Fixture | None = None):
+        if run < 1:
+            raise ValueError("run numbers start at 1")
+        self.run = run
+        self._base = {e.url: e for e in (base.exchanges if base is not None else ())}
+        self._captures: dict[str, list[_Capture]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: str, run: int = 1) -> "Recorder":
+        """A recorder for run `run` on top of the fixture at `path` (if the file exists)."""
+        from collection.transport_replay import load_fixture
+
+        base = load_fixture(path) if os.path.exists(path) else None
+        return cls(run, base)
+
+    # -- capture (called by RecordingTransport) --------------------------------------------
+    def begin(self, request: Request) -> _Capture:
+        url = urls.canonicalise(request.url)
+        headers = tuple((k, v) for k, v in request.headers if k.lower() not in _DROP_REQUEST_HEADERS)
+        capture = _Capture(url, headers, _range_start(request.headers))
+        with self._lock:
+            self._captures.setdefault(url, []).append(capture)
+        return capture
+
+    def forget(self, capture: _Capture) -> None:
+        with self._lock:
+            items = self._captures.get(capture.url, [])
+            items[:] = [c for c in items if c is not capture]
+
+    # -- the result ------------------------------------------------------------------------
+    def _run_answers(self, captures: list[_Capture]) -> tuple[list[RecordedResponse], list[str]]:
+        """This run's answers for one URL, range continuations stitched into their 200."""
+        answers: list[_Capture] = []
+        notes: list[str] = []
+        for capture in captures:
+            if capture.note:
+                notes.append(capture.note)
+            span = _content_range_start(header_value(capture.headers, "Content-Range"))
+            if capture.status == 206 and span is not None and answers:
+                whole = answers[-1]
+                if whole.status == 200 and span[0] == len(whole.body) and whole.drop_after is None \
+                        and whole.hang is None:
+                    whole.body.extend(capture.body)
+                    continue
+            if capture.status == 206 and answers and capture.range_start is not None:
+                notes.append(f"a range answer at byte {capture.range_start} did not continue the recorded body")
+            answers.append(capture)
+        return [a.response() for a in answers], notes
+
+    def fixture(self) -> Fixture:
+        """The fixture as it stands: the earlier runs plus this run's answers, sorted by URL."""
+        with self._lock:
+            captures = {url: list(items) for url, items in self._captures.items()}
+        exchanges: dict[str, Exchange] = dict(self._base)
+        for url, items in captures.items():
+            answers, notes = self._run_answers(items)
+            if not answers:
+                continue
+            comment = "; ".join(dict.fromkeys(notes)) or None
+            earlier = self._base.get(url)
+            exchanges[url] = self._merge(url, earlier, answers, items[0].request_headers, comment)
+        return Fixture(tuple(exchanges[url] for url in sorted(exchanges)))
+
+    def _merge(self, url: str, earlier: Exchange | None, answers: list[RecordedResponse],
+               request_headers, comment: str | None) -> Exchange:
+        if earlier is None and self.run == 1:
+            per = "request" if len(answers) > 1 else "run"
+            return Exchange(url, request_headers, tuple(answers), per, comment)
+        # Several runs: one answer per run (the last one of this run), other runs kept.
+        history: list[RecordedResponse] = []
+        if earlier is not None:
+            history = list(earlier.responses) if earlier.per == "run" else [earlier.responses[-1]]
+            request_headers = earlier.request_headers or request_headers
+            comment = "; ".join(c for c in dict.fromkeys((earlier.comment, comment)) if c) or None
+        if not history:
+            history = [answers[-1]]
+        while len(history) < self.run:
+            history.append(history[-1])     # runs in between saw the previous answer (it repeats)
+        history[self.run - 1] = answers[-1]
+        while len(history) > 1 and history[-1] == history[-2]:
+            history.pop()
+        return Exchange(url, request_headers, tuple(history), "run", comment)
+
+    def save(self, path: str, *, inline_limit: int = INLINE_LIMIT) -> Fixture:
+        """Write the fixture to `path` (gzip-compressed when it ends in .gz); returns it."""
+        fixture = self.fixture()
+        write_fixture(path, fixture, inline_limit=inline_limit)
+        return fixture
+
+
+def fixture_text(document: list) -> str:
+    """The canonical text of a fixture document: one exchange per line, keys sorted."""
+    if not document:
+        return "[]\n"
+    return "[\n" + ",\n".join(canonical_json(entry) for entry in document) + "\n]\n"
+
+
+def write_fixture(path: str, fixture: Fixture, *, inline_limit: int = INLINE_LIMIT) -> None:
+    """Write `fixture` deterministically: exchanges as given (the recorder sorts by URL),
+    bodies over `inline_limit` bytes to `bodies/<sha256>` beside the fixture, the rest inline
+    (text for valid UTF-8 under a text media type, else base64). A path ending in `.gz` is
+    gzip-compressed with a zero timestamp and no file name, so the bytes repeat."""
+    base = os.path.dirname(os.path.abspath(path))
+    files: dict[str, bytes] = {}
+
+    def body_file(response: RecordedResponse) -> str | None:
+        if response.body is None or len(response.body) <= inline_limit:
+            return None
+        name = f"{BODY_DIR}/{hashlib.sha256(response.body).hexdigest()}"
+        files[name] = response.body
+        return name
+
+    text = fixture_text(dump_fixture(fixture, body_file=body_file)).encode("utf-8")
+    for name, body in files.items():
+        full = os.path.join(base, name)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        _atomic_write(full, body)
+    if path.endswith(".gz"):
+        text = gzip_bytes(text)
+    _atomic_write(path, text)
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """gzip with mtime 0 and no file name: the same bytes in give the same bytes out."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+class _RecordingResponse:
+    def __init__(self, inner, capture: _Capture):
+        self._inner = inner
+        self._capture = capture
+        self.status = inner.status
+        self.headers = inner.headers
+
+    def header(self, name: str) -> str | None:
+        return self._inner.header(name)
+
+    def read(self, amt: int) -> bytes:
+        capture = self._capture
+        try:
+            data = self._inner.read(amt)
+        except TransportError as exc:
+            if not capture.done:
+                if exc.code == "timeout":
+                    capture.hang = "after_headers"
+                else:
+                    capture.drop_after = len(capture.body)
+                if exc.code not in _EXACT_CODES:
+                    capture.note = f"recorded {exc.code} during the body as a dropped connection"
+                capture.done = True
+            raise
+        if not capture.done:
+            if data:
+                capture.body.extend(data)
+            else:
+                capture.done = True
+        return data
+
+    def close(self) -> None:
+        self._capture.done = True
+        self._inner.close()
+
+
+class RecordingTransport:
+    """Wraps any Transport; every exchange through it lands in `recorder`."""
+
+    def __init__(self, inner, recorder: Recorder):
+        self.inner = inner
+        self.recorder = recorder
+
+    def monotonic(self) -> float:
+        return self.inner.monotonic()
+
+    def send(self, request: Request, deadline: float,
+             before_write: Callable[[], None] | None = None):
+        capture = self.recorder.begin(request)
+        try:
+            response = self.inner.send(request, deadline, before_write)
+        except TransportError as exc:
+            if exc.code == "timeout":
+                capture.hang = "before_headers"
+            else:
+                capture.drop_before_headers = True
+            if exc.code not in _EXACT_CODES:
+                capture.note = f"recorded {exc.code} before the status line as a dropped connection"
+            capture.done = True
+            raise
+        except BaseException:
+            # Not an exchange (a refused header, the run's own deadline): nothing to record.
+            self.recorder.forget(capture)
+            raise
+        capture.status = response.status
+        capture.headers = tuple(response.headers)
+        return _RecordingResponse(response, capture)
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
