@@ -1,0 +1,167 @@
+"""`collection run RECIPE --state DIR ...`: one run of a collection (docs/run.md).
+
+Exit 0 for a run that succeeded, complete or not (an incomplete corpus is not a failure);
+1 for a registration or run-level refusal (the code on stderr, and in the JSON with
+--json); 2 for usage errors (bad flags, unreadable files, a recipe `run` cannot take).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from collection.canonical import ordered_json
+from collection.clock import SystemClock, VirtualClock
+from collection.egress import Egress, parse_resolve
+from collection.refusal import RefusedError
+from collection.run import RunSettings, RunUsageError, Shell, execute, load_plan
+from collection.state import DEFAULT_KEEP, StateLocked
+
+
+def _usage(message: str) -> None:
+    click.echo(f"collection run: {message}", err=True)
+    sys.exit(2)
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        _usage(f"cannot read {what} {path}: {exc.strerror or exc}")
+        raise AssertionError  # unreachable
+
+
+def _recording(transport, path: str):
+    """Wrap a transport so the run is written as a fixture (`--record`). The recording
+    transport lives in its own module; this is the one line that plugs it in."""
+    try:
+        from collection.transport_record import RecordingTransport
+    except ImportError:
+        raise RunUsageError("--record is not available in this build") from None
+    return RecordingTransport(transport, path)
+
+
+def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None, resolve: tuple[str, ...],
+                token: str | None, info_url: str | None) -> Shell:
+    from collection.transport import DEFAULT_INFO_URL, DEFAULT_TOKEN
+
+    token = token or DEFAULT_TOKEN
+    info_url = info_url or DEFAULT_INFO_URL
+    try:
+        resolve_map = dict(parse_resolve(text) for text in resolve)
+    except ValueError as exc:
+        raise RunUsageError(str(exc)) from None
+    if replay is not None:
+        from collection.fixture import FixtureError
+        from collection.transport_replay import ReplayTransport, load_fixture
+
+        try:
+            fixture = load_fixture(replay)
+        except (OSError, FixtureError, ValueError) as exc:
+            raise RunUsageError(f"cannot replay {replay}: {exc}") from None
+        clock = VirtualClock()
+
+        def transport_for(run_number: int):
+            transport = ReplayTransport(fixture, clock, run=run_number)
+            return _recording(transport, record) if record else transport
+
+        def egress_for(source):
+            # Replay opens no connection: map every allowed host so no name is resolved.
+            hosts = {origin.split("://", 1)[1] for origin in source.collection.pages.allowed_origins}
+            return Egress({(host, 443): ("127.0.0.1", 443) for host in hosts})
+
+        return Shell(clock, transport_for, egress_for, token)
+
+    from collection.transport_urllib3 import Urllib3Transport
+
+    try:
+        from collection.transport import user_agent
+
+        user_agent(token, info_url)
+    except ValueError as exc:
+        raise RunUsageError(str(exc)) from None
+
+    def live_transport(run_number: int):
+        transport = Urllib3Transport(ca_bundle=ca_bundle, token=token, info_url=info_url)
+        return _recording(transport, record) if record else transport
+
+    return Shell(SystemClock(), live_transport, lambda source: Egress(resolve_map), token)
+
+
+def human_summary(record: dict) -> str:
+    cov = record["coverage"]
+    req = record["requests"]
+    lines = [
+        f"{record['source']}: run {record['run_number']} ({record['mode']}) → generation {record['generation']}",
+        f"  {'complete' if cov['complete'] else 'incomplete'}"
+        + (f" (budget: {cov['budget_exhausted']})" if cov["budget_exhausted"] else "")
+        + (" (relation truncated at max_rows)" if record["truncated"] else ""),
+        f"  discovered {cov['discovered']} in {cov['discovery_requests']} listing requests"
+        + ("" if cov["discovery_complete"] else " (discovery incomplete)")
+        + (f"; discovery failed at {cov['discovery_failure']}" if cov["discovery_failure"] else ""),
+        f"  fetched {cov['fetched_this_run']} (unchanged {cov['unchanged']}, changed {cov['changed']}), "
+        f"failed {cov['failed_this_run']} this run",
+        f"  known {cov['known']}: pending {cov['pending']}, failed {cov['failed']}, skipped {cov['skipped']}; "
+        f"{record['rows']} rows",
+        f"  requests {req['total']} (listing {req['listing']}, page {req['page']}, redirect {req['redirect']}, "
+        f"retry {req['retry']}, robots {req['robots']}), {record['bytes']} bytes, {record['duration_seconds']} s",
+    ]
+    for c in record["corrections"][:10]:
+        lines.append(f"  corrected {c['page_id']} → revision {c['revision']}")
+    if len(record["corrections"]) > 10:
+        lines.append(f"  … and {len(record['corrections']) - 10} more corrections")
+    return "\n".join(lines)
+
+
+@click.command("run")
+@click.argument("recipe", type=click.Path(dir_okay=False))
+@click.option("--state", "state_dir", required=True, type=click.Path(file_okay=False),
+              help="The state directory (created if missing); DIR/current names the latest generation.")
+@click.option("--resync", is_flag=True, help="Start from an empty ledger and relation and rediscover (OPS-05, D-61).")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False),
+              help="An action-plan JSON document; one carrying `schedule` is refused with RESYNC_REQUIRED.")
+@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Stop choosing work after this many seconds and write what was fetched (D-60).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run record (schemas/run-record.schema.json).")
+@click.option("--ca-bundle", type=click.Path(dir_okay=False), help="CA certificates to trust.")
+@click.option("--resolve", multiple=True, metavar="HOST:PORT:ADDR:PORT",
+              help="Connect to ADDR:PORT for HOST:PORT, as curl --resolve (SNI and certificate keep the name).")
+@click.option("--user-agent-token", default=None, help="Product token of the User-Agent and of robots.txt (D-57).")
+@click.option("--user-agent-url", default=None, help="The https page the User-Agent names (OPS-10).")
+@click.option("--keep", type=click.IntRange(min=1), default=DEFAULT_KEEP, show_default=True,
+              help="Generations kept in the state directory.")
+@click.option("--log-json", is_flag=True, help="Log events as JSON lines on stderr.")
+@click.option("--replay", type=click.Path(dir_okay=False), help="Serve a recorded fixture on a virtual clock.")
+@click.option("--record", type=click.Path(dir_okay=False), help="Record the run's exchanges as a fixture.")
+def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, resolve, user_agent_token,
+            user_agent_url, keep, log_json, replay, record) -> None:
+    """Run the collection RECIPE against its publisher and write a new generation to --state."""
+    from collection.progress import JsonLog, Progress
+
+    data = _read(recipe, "recipe")
+    try:
+        plan = load_plan(_read(plan_path, "action plan")) if plan_path else None
+        shell = build_shell(replay=replay, record=record, ca_bundle=ca_bundle, resolve=resolve,
+                            token=user_agent_token, info_url=user_agent_url)
+        settings = RunSettings(state_dir, resync=resync, deadline_seconds=deadline, keep=keep, plan=plan)
+        log = JsonLog(shell.clock) if log_json else None
+        progress = Progress if sys.stderr.isatty() and not log_json else None
+        result = execute(data, settings, shell, log=log, progress_factory=progress)
+    except RunUsageError as exc:
+        _usage(str(exc))
+    except (RefusedError, StateLocked) as exc:
+        refusals = exc.refusals if isinstance(exc, RefusedError) else [exc.to_refusal()]
+        for refusal in refusals:
+            click.echo(f"{refusal.code}: {refusal.message} [{refusal.rule}]"
+                       + (f" at {refusal.pointer}" if refusal.pointer else ""), err=True)
+        if as_json:
+            click.echo(ordered_json({"refused": True, "code": refusals[0].code,
+                                     "refusals": [r.to_json() for r in refusals]}))
+        sys.exit(1)
+    if as_json:
+        click.echo(ordered_json(result))
+    else:
+        click.echo(human_summary(result))
+    sys.exit(0)

@@ -1,0 +1,127 @@
+"""`collection status DIR [--json]`: what the current generation holds and what to do next.
+
+Reads only `DIR/current` (never takes the lock: a generation is immutable once current,
+so status is safe beside a running `collection run`). Exit 0 when DIR has a generation,
+1 when it has none yet, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import click
+
+from collection.canonical import ordered_json
+from collection.ledger import MergeInvalid, iter_ledger
+from collection.state import LEDGER, RUN_RECORD, current_generation
+from collection.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
+
+# What an operator does about a failure class (D-62).
+_CLASS_ADVICE = {
+    "gone": "the publisher no longer serves them (404/410); their rows are kept",
+    "blocked": "check robots.txt and the User-Agent token, or ask the origin's operator",
+    "error": "server errors, timeouts or decode failures; they are retried first on the next run",
+}
+
+
+def summarise(directory: str) -> dict | None:
+    import json
+    import os
+
+    current = current_generation(directory)
+    if current is None:
+        return None
+    with open(os.path.join(current, RUN_RECORD), "rb") as handle:
+        record = json.loads(handle.read())
+    states: Counter = Counter({s: 0 for s in PAGE_STATES})
+    by_class: Counter = Counter()
+    by_code: Counter = Counter()
+    with open(os.path.join(current, LEDGER), newline="", encoding="utf-8") as handle:
+        for row in iter_ledger(handle):
+            states[row.state] += 1
+            if row.state in (FAILED, SKIPPED_ORIGIN) and row.failure_code:
+                by_code[row.failure_code] += 1
+                by_class[row.failure_class or "error"] += 1
+    cov = record["coverage"]
+    return {
+        "state": os.path.abspath(directory),
+        "generation": record["generation"],
+        "run_number": record["run_number"],
+        "finished_at": record["finished_at"],
+        "coverage": cov,
+        "truncated": record["truncated"],
+        "rows": record["rows"],
+        "pages": dict(states),
+        "failures": {"by_class": dict(sorted(by_class.items())), "by_code": dict(sorted(by_code.items()))},
+        "corrections": record["corrections"],
+        "next": advice(cov, record["truncated"], states, by_code),
+    }
+
+
+def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter) -> list[str]:
+    """What to do next, most useful first (the human status ends with these lines)."""
+    out: list[str] = []
+    if cov["discovery_failure"]:
+        out.append(f"discovery could not read {cov['discovery_failure']}: check that listing, then run again "
+                   "(the pages listed before are kept)")
+    elif not cov["discovery_complete"]:
+        out.append("discovery stopped at a ceiling: raise discovery.max_requests (or pages.max_pages) to list the rest")
+    if states[PENDING]:
+        out.append(f"{states[PENDING]:,} pages pending: run again to continue")
+    blocked = {code: n for code, n in by_code.items()
+               if code in ("robots_disallowed", "http_status_401", "http_status_403", "http_status_429",
+                           "waf_challenge")}
+    if blocked:
+        total = sum(blocked.values())
+        out.append(f"{total:,} pages blocked ({', '.join(sorted(blocked))}): check robots and the User-Agent")
+    gone = sum(n for code, n in by_code.items() if code in ("http_status_404", "http_status_410"))
+    if gone:
+        out.append(f"{gone:,} pages gone (404/410): their rows are kept; remove them from the publisher's index "
+                   "or ignore")
+    other = states[FAILED] - sum(blocked.values()) - gone
+    if other > 0:
+        out.append(f"{other:,} pages failed with errors: run again to retry them (oldest failure first)")
+    if states[SKIPPED_ORIGIN]:
+        out.append(f"{states[SKIPPED_ORIGIN]:,} pages outside allowed_origins: add their origin if they belong")
+    if truncated:
+        out.append("the relation hit limits.max_rows: raise it and run again to restore the clipped pages")
+    if cov["budget_exhausted"] in ("max_requests", "max_source_bytes"):
+        out.append(f"the run ran out of {cov['budget_exhausted']}: raise it, or run again")
+    if not out and cov["complete"]:
+        out.append("complete: nothing to do until the publisher changes")
+    return out
+
+
+@click.command("status")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def command(directory: str, as_json: bool) -> None:
+    """Summarise the state directory DIRECTORY: coverage, pages by state, what to do next."""
+    try:
+        summary = summarise(directory)
+    except (OSError, ValueError, KeyError, MergeInvalid) as exc:
+        click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
+        sys.exit(2)
+    if summary is None:
+        if as_json:
+            click.echo(ordered_json({"state": directory, "generation": None}))
+        click.echo(f"{directory}: no generation yet (run `collection run RECIPE --state {directory}`)", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(ordered_json(summary))
+        sys.exit(0)
+    cov = summary["coverage"]
+    pages = summary["pages"]
+    click.echo(f"{summary['state']}: generation {summary['generation']} (run {summary['run_number']}, "
+               f"{summary['finished_at']})")
+    click.echo(f"  {'complete' if cov['complete'] else 'incomplete'}; {cov['known']:,} pages known, "
+               f"{summary['rows']:,} rows" + (" (truncated)" if summary["truncated"] else ""))
+    click.echo("  pages: " + ", ".join(f"{state} {n:,}" for state, n in pages.items()))
+    if summary["failures"]["by_code"]:
+        click.echo("  failures: " + ", ".join(f"{code} {n:,}" for code, n in summary["failures"]["by_code"].items()))
+    for c in summary["corrections"][:10]:
+        click.echo(f"  last run corrected {c['page_id']} (revision {c['revision']})")
+    for line in summary["next"]:
+        click.echo(f"  → {line}")
+    sys.exit(0)

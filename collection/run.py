@@ -1,0 +1,461 @@
+"""The run loop: the one place where the shell drives the core (see docs/run.md).
+
+    registration → action plan → lock the state directory → predecessor checks
+    → discovery (listings through the fetcher) → prepare (merge step 1) → planner (step 2)
+    → page workers: fetch + decode (step 3) → merge + write a generation (step 4)
+    → the run record
+
+Every decision is made by a pure module (registration, discovery, planner, merge,
+politeness, budgets, readers); this module moves values between them, owns the threads,
+and turns run-level contradictions into refusals *before* anything is requested or
+written. The clock and the transport are injected (`Shell`), so a replay on a
+VirtualClock runs the very same code as a live run, and every timestamp comes from the
+injected clock's `wall()`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections import deque
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+from collection import budgets as B
+from collection import codes
+from collection.canonical import ordered_json
+from collection.clock import VirtualClock
+from collection.discovery import EXPLICIT, DiscoveryShapeError, start as start_discovery
+from collection.egress import Egress
+from collection.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
+                                SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
+from collection.ledger import MergeInvalid, read_ledger, write_ledger
+from collection.listing_common import ListingFailure, ListingResponse
+from collection.mediatypes import page_accepted
+from collection.merge import check_predecessor, merge, prepare
+from collection.model import Source
+from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult, rfc3339
+from collection.planner import Choice, Planner, Revisit, Stop, Wait
+from collection.politeness import Politeness
+from collection.readers.base import DecodeFailure, Pin, decode
+from collection.refusal import Refusal, RefusedError
+from collection.registration import register_bytes
+from collection.relation import scan_relation
+from collection.state import LEDGER, RELATION, RUN_RECORD, StateLocked, StateStore
+from collection.states import DEADLINE
+from collection.transport import DEFAULT_TOKEN, Transport, header_value
+
+RECORD_VERSION = 1
+_IDLE_POLL_SECONDS = 0.05     # a worker with nothing to take looks again this much later
+_LOOKAHEAD_PER_WORKER = 4     # choices pulled ahead so workers can pick a ready host
+
+
+class RunUsageError(ValueError):
+    """The command line or the files it names cannot start a run (exit 2)."""
+
+
+# --- what the caller injects --------------------------------------------------------------
+
+@dataclass
+class Shell:
+    """The I/O a run uses. `transport_for(run_number)` builds the transport once the state
+    directory says which run of it this is (a replay fixture may answer per run);
+    `egress_for(source)` the egress checker (a replay maps every allowed host, so no name
+    is ever resolved)."""
+
+    clock: Any
+    transport_for: Callable[[int], Transport]
+    egress_for: Callable[[Source], Egress] = lambda source: Egress()
+    token: str = DEFAULT_TOKEN
+
+    @property
+    def virtual(self) -> bool:
+        return isinstance(self.clock, VirtualClock)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    state_dir: str
+    resync: bool = False
+    deadline_seconds: float | None = None     # D-60: the operator's, else none
+    keep: int = 3
+    plan: Mapping[str, Any] | None = None     # an action-plan document (D-61)
+
+
+# --- action plans (D-44, D-61) ----------------------------------------------------------------
+
+PLAN_ACTIONS = ("refresh", "resync")
+
+
+def load_plan(data: bytes) -> dict:
+    """An action-plan document: a JSON object, optionally {"action": "refresh"|"resync"}.
+
+    Raises RunUsageError when it is not one; a `schedule` member is *not* a usage error
+    but a run-level refusal (`plan_refusal`), because the plan is well formed and asks for
+    something a collection does not do."""
+    try:
+        plan = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunUsageError(f"the action plan is not JSON: {exc}") from None
+    if not isinstance(plan, dict):
+        raise RunUsageError("the action plan is not a JSON object")
+    action = plan.get("action", "refresh")
+    if action not in PLAN_ACTIONS:
+        raise RunUsageError(f"action plan action {action!r} is not one of {PLAN_ACTIONS}")
+    return plan
+
+
+def plan_refusal(plan: Mapping[str, Any] | None) -> Refusal | None:
+    if plan is not None and "schedule" in plan:
+        return Refusal("RESYNC_REQUIRED", "/schedule",
+                       "the action plan carries a schedule; a collection has no scheduled refresh — "
+                       "remove it and run (or run --resync) explicitly", "OPS-01..OPS-03, D-61")
+    return None
+
+
+# --- the recipe -------------------------------------------------------------------------------
+
+def collection_source(data: bytes) -> Source:
+    """The one collection source of a recipe, or RefusedError with registration's refusals."""
+    registration = register_bytes(data)
+    if not registration.registrable:
+        raise RefusedError(list(registration.refusals))
+    sources = [s for s in registration.sources if s.is_collection]
+    if len(sources) != 1:
+        raise RunUsageError(f"the recipe holds {len(sources)} collection sources; `run` takes a source "
+                            "document, or a dataset holding exactly one collection source")
+    return sources[0]
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+@dataclass
+class _Predecessor:
+    ledger: dict
+    relation_rows: dict
+    relation_path: str | None
+    run_number: int
+
+
+def _merge_invalid(exc: MergeInvalid) -> RefusedError:
+    return RefusedError(exc.to_refusal())
+
+
+def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool) -> _Predecessor:
+    """The predecessor's ledger and row counts, every check done before any request."""
+    record = store.read_record() if store.current() else None
+    run_number = int(record.get("run_number", 0)) if isinstance(record, dict) else 0
+    if resync or store.current() is None:
+        return _Predecessor({}, {}, None, run_number)
+    ledger_path, relation_path = store.current_file(LEDGER), store.current_file(RELATION)
+    try:
+        with open(ledger_path, newline="", encoding="utf-8") as lf, \
+                open(relation_path, newline="", encoding="utf-8") as rf:
+            problem = check_predecessor(lf, rf, columns)
+            if problem is not None:
+                raise _merge_invalid(problem)
+            lf.seek(0)
+            rf.seek(0)
+            ledger = read_ledger(lf)
+            rows = scan_relation(rf, columns)
+        # the relation must not hold pages its ledger does not know (MERGE-01): prepare
+        # checks that, so ask it now with an empty discovery rather than after the listings
+        prepare(ledger, DiscoveryOutcome((), 0, True, None, "explicit"), rows, now=rfc3339(0), max_pages=len(ledger) or 1)
+    except MergeInvalid as exc:
+        raise _merge_invalid(exc) from None
+    except UnicodeDecodeError as exc:
+        raise RefusedError(Refusal("COLLECTION_MERGE_INVALID", "relation.csv", f"state file is not UTF-8: {exc}",
+                                   "D-02")) from None
+    return _Predecessor(ledger, rows, relation_path, run_number)
+
+
+def _discover(source: Source, fetcher: Fetcher, log) -> DiscoveryOutcome:
+    """Discovery's state machine driven with listing fetches (docs/discovery.md)."""
+    config = source.collection.discovery
+    pages = source.collection.pages
+    state = start_discovery(config, pages.allowed_origins, max_pages=pages.max_pages)
+    while (request := state.next_request()) is not None:
+        out = fetcher.fetch(FetchSpec(request.url, B.LISTING, request.accept))
+        if out.outcome == F_FETCHED:
+            result = ListingResponse(request.url, out.status, out.headers, out.body or b"",
+                                     requests=out.requests, final_url=out.final_url)
+        elif out.outcome == F_FAILED or out.outcome == F_SKIPPED:
+            result = ListingFailure(request.url, out.failure_code or out.outcome, out.requests)
+        else:
+            # A ceiling (limits.max_requests, discovery.max_requests, the deadline) ended the
+            # listing: discovery stops incomplete with no failure named (D-21).
+            result = ListingFailure(request.url, "max_requests", out.requests)
+        log("listing", url=request.url, outcome=out.outcome, status=out.status,
+            code=out.failure_code or out.stopped_by)
+        state = state.feed(result)     # DiscoveryShapeError propagates: COLLECTION_MERGE_INVALID
+    return state.outcome()
+
+
+class _Dispatcher:
+    """Hands chosen pages to workers, host by host, under the politeness scheduler.
+
+    The planner fixes *which* pages and in what order (pure); the dispatcher only pulls a
+    few choices ahead so that a worker can take a page of whichever host the scheduler can
+    serve soonest (`Politeness.choose`) instead of queueing behind a host that must wait.
+    Per host the planner's order is kept.
+    """
+
+    def __init__(self, planner: Planner, fetcher: Fetcher, clock, lookahead: int):
+        self.planner = planner
+        self.fetcher = fetcher
+        self.clock = clock
+        self.lookahead = lookahead
+        self.lock = threading.Lock()
+        self.buffers: dict[str, deque[tuple[int, Choice]]] = {}
+        self.buffered = 0
+        self.serial = 0
+        self.planner_done = False
+        self.stopped = False
+        self.results: list[PageResult] = []
+        self.unfinished = 0          # chosen but stopped by a ceiling before its fetch
+        self.failed = 0
+        self.counts = {"fetched": 0, "failed": 0, "skipped_origin": 0}
+
+    def _exhausted(self, now: float) -> str | None:
+        budget = self.fetcher.budget
+        if budget.exhausted is None and budget.deadline_passed(now):
+            with self.fetcher._lock:
+                budget.record_stop(DEADLINE)       # D-19: stop choosing work at the deadline
+        return budget.exhausted
+
+    def _refill(self, exhausted: str | None) -> None:
+        while not self.planner_done and self.buffered < self.lookahead:
+            choice = self.planner.next(exhausted)
+            if isinstance(choice, Stop):
+                self.planner_done = True
+                return
+            if isinstance(choice, Wait):
+                return
+            self.serial += 1
+            host = urlsplit(choice.url).hostname or ""
+            self.buffers.setdefault(host, deque()).append((self.serial, choice))
+            self.buffered += 1
+
+    def take(self) -> Choice | None:
+        while True:
+            with self.lock:
+                now = self.clock.monotonic()
+                exhausted = self._exhausted(now)
+                if exhausted is not None and not self.stopped:
+                    self.stopped = True
+                    self.planner.next(exhausted)       # lets the planner name the ceiling (D-21)
+                if self.stopped:
+                    return None
+                self._refill(None)
+                hosts = [h for h, q in self.buffers.items() if q]
+                if hosts:
+                    with self.fetcher._lock:
+                        pick = self.fetcher.politeness.choose(hosts, now)
+                    host = pick[0] if pick else min(hosts, key=lambda h: self.buffers[h][0][0])
+                    self.buffered -= 1
+                    return self.buffers[host].popleft()[1]
+                if self.planner_done:
+                    return None
+            # Wait: fetches in flight at max_fetches_per_run may still fail and free a slot.
+            # A worker may block only in sleep_until on a virtual clock (clock.py).
+            self.clock.sleep_until(self.clock.monotonic() + _IDLE_POLL_SECONDS)
+
+    def report(self, choice: Choice, result: PageResult | None) -> None:
+        with self.lock:
+            if result is None:
+                self.unfinished += 1
+                return
+            self.planner.report(result)
+            self.results.append(result)
+            self.counts[result.outcome] = self.counts.get(result.outcome, 0) + 1
+
+    @property
+    def left_undone(self) -> bool:
+        return self.buffered > 0 or self.unfinished > 0 or self.planner.remaining > 0
+
+
+def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
+    out = fetcher.fetch(FetchSpec(choice.url, B.PAGE, accepted))
+    at = rfc3339(clock.wall())
+    if out.outcome == F_FETCHED:
+        decoded = decode(pin, out.body or b"", header_value(out.headers, "Content-Type"), out.final_url or choice.url)
+        if isinstance(decoded, DecodeFailure):
+            return PageResult(choice.page_id, FAILED, at, failure_code=decoded.code)
+        return PageResult(choice.page_id, FETCHED, at, out.content_sha256, decoded.rows)
+    if out.outcome == F_FAILED:
+        return PageResult(choice.page_id, FAILED, at, failure_code=out.failure_code or "connection_error")
+    if out.outcome == F_SKIPPED:
+        return PageResult(choice.page_id, SKIPPED_ORIGIN, at, landed_url=out.landed_url)
+    return None          # stopped by a ceiling: the page stays as it was (pending)
+
+
+def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin, accepted, clock,
+                 progress, log) -> None:
+    def work(participant) -> None:
+        with participant if participant is not None else nullcontext():
+            while (choice := dispatcher.take()) is not None:
+                result = _fetch_page(choice, fetcher, pin, accepted, clock)
+                dispatcher.report(choice, result)
+                log("page", page_id=choice.page_id, why=choice.why,
+                    outcome=result.outcome if result else "stopped",
+                    code=result.failure_code if result else fetcher.budget.exhausted)
+
+    threads = []
+    for _ in range(count):
+        participant = clock.enroll() if isinstance(clock, VirtualClock) else None
+        thread = threading.Thread(target=work, args=(participant,), daemon=True, name="collection-worker")
+        threads.append(thread)
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(timeout=0.5)
+            if progress is not None:
+                progress.tick()
+
+
+def _worker_count(source: Source, planner: Planner) -> int:
+    hosts = {urlsplit(c.url).hostname for c in planner.queue}
+    per_origin = 2   # FETCH-18: more workers than two per host would only wait
+    return max(1, min(source.collection.pages.effective_concurrency, per_origin * max(1, len(hosts)),
+                      len(planner.queue) or 1))
+
+
+def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progress_factory=None) -> dict:
+    """Run one collection; returns the run record. Raises RefusedError for a run-level or
+    registration refusal (nothing written, nothing requested beyond what the code says),
+    StateLocked for a busy state directory, RunUsageError for a recipe `run` cannot take."""
+    log = log or (lambda event, **fields: None)
+    wall_start = time.monotonic()
+    source = collection_source(data)
+    refusal = plan_refusal(settings.plan)
+    if refusal is not None:
+        raise RefusedError(refusal)                       # OPS-03: before any request
+    resync = settings.resync or (settings.plan or {}).get("action") == "resync"
+    pin_model = source.reader
+    pin = Pin.from_parameters(pin_model.family_id, pin_model.family_version, pin_model.decode_options)
+    columns = tuple(pin_model.columns)
+    pages = source.collection.pages
+    clock = shell.clock
+
+    with StateStore(settings.state_dir, keep=settings.keep) as store:
+        predecessor = _read_predecessor(store, columns, resync)
+        run_number = predecessor.run_number + 1
+        started_mono = clock.monotonic()
+        started_at = rfc3339(clock.wall())
+        deadline = None if settings.deadline_seconds is None else started_mono + settings.deadline_seconds
+        budget = B.Budget(source.limits.max_requests, source.collection.discovery.max_requests,
+                          source.limits.max_source_bytes, deadline)
+        margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
+        transport = shell.transport_for(run_number)
+        fetcher = Fetcher(transport, shell.egress_for(source), allowed_origins=pages.allowed_origins, budget=budget,
+                          politeness=Politeness(pages.min_interval_seconds, pages.effective_concurrency, margin=margin),
+                          clock=clock, retries=pages.retries, request_timeout=pages.request_timeout_seconds,
+                          token=shell.token)
+        log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
+        try:
+            try:
+                discovery = _discover(source, fetcher, log)
+            except DiscoveryShapeError as exc:
+                raise RefusedError(Refusal(exc.code, "/collection/discovery/records/pointer",
+                                           f"{exc.url}: {exc.message} (at {exc.pointer})", "REF-07, D-13")) from None
+            if (discovery.failure is not None and not predecessor.ledger and not discovery.pages
+                    and source.collection.discovery.kind != EXPLICIT):
+                # REF-03, REF-04: nothing to continue from; write nothing
+                raise RefusedError(Refusal(
+                    "COLLECTION_DISCOVERY_FAILED", "/collection/discovery/url",
+                    f"listing failed at {discovery.failure} and there is nothing to continue from"
+                    + (f" ({discovery.diagnostics[-1]})" if discovery.diagnostics else ""), "REF-03, REF-04"))
+            now = rfc3339(clock.wall())
+            prepared = prepare(predecessor.ledger, discovery, predecessor.relation_rows, now=now,
+                               max_pages=pages.max_pages, allowed_origins=pages.allowed_origins)
+            planner = Planner(prepared.ledger, revisit=Revisit(pages.revisit.kind, pages.revisit.seconds),
+                              max_fetches_per_run=pages.max_fetches_per_run, now=now)
+            log("discovered", discovered=len(discovery.pages), complete=discovery.complete,
+                failure=discovery.failure, chosen_queue=len(planner.queue))
+            workers = _worker_count(source, planner)
+            dispatcher = _Dispatcher(planner, fetcher, clock, max(8, workers * _LOOKAHEAD_PER_WORKER))
+            progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
+            _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log)
+            if progress is not None:
+                progress.done()
+            # D-21: the planner names the ceiling it stopped on; a ceiling the fetcher met
+            # (requests, bytes, deadline) counts only when it left work undone
+            undone = dispatcher.left_undone or not discovery.complete
+            budget_exhausted = planner.stop_reason or (budget.exhausted if undone else None)
+            record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
+                                       budget_exhausted, run_number, resync, started_at, started_mono,
+                                       wall_start, clock, shell, discovery)
+        finally:
+            close = getattr(transport, "close", None)
+            if close is not None:
+                close()
+    log("run_finished", complete=record["coverage"]["complete"], generation=record["generation"])
+    return record
+
+
+def _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
+                      run_number, resync, started_at, started_mono, wall_start, clock, shell, discovery) -> dict:
+    generation = store.begin()
+    try:
+        out = generation.open_text(RELATION)
+        if predecessor.relation_path is not None:
+            with open(predecessor.relation_path, newline="", encoding="utf-8") as previous:
+                result = merge(prepared, dispatcher.results, previous, out, reader_columns=columns,
+                               max_rows=source.limits.max_rows, budget_exhausted=budget_exhausted)
+        else:
+            result = merge(prepared, dispatcher.results, io.StringIO(""), out, reader_columns=columns,
+                           max_rows=source.limits.max_rows, budget_exhausted=budget_exhausted)
+        relation_digest = generation.close_text(RELATION)
+        write_ledger(result.ledger, generation.open_text(LEDGER))
+        ledger_digest = generation.close_text(LEDGER)
+        counts = budget.counts()
+        failures = sorted((r for r in dispatcher.results if r.outcome == FAILED), key=lambda r: r.page_id)
+        record = {
+            "record_version": RECORD_VERSION,
+            "source": source.name,
+            "run_number": run_number,
+            "generation": generation.name,
+            "mode": "resync" if resync else "refresh",
+            "started_at": started_at,
+            "finished_at": rfc3339(clock.wall()),
+            "coverage": result.coverage.as_dict(),
+            "truncated": result.truncated,
+            "rows": result.rows_written,
+            "corrections": [{"page_id": c.page_id, "previous_content_sha256": c.previous_content_sha256,
+                             "content_sha256": c.content_sha256, "revision": c.revision, "at": c.at}
+                            for c in result.corrections],
+            "failures": {
+                "by_class": {k: result.failures_by_class.get(k, 0) for k in codes.LIVENESS_CLASSES},
+                "pages": [{"page_id": r.page_id, "failure_code": result.ledger[r.page_id].failure_code,
+                           "failure_class": result.ledger[r.page_id].failure_class} for r in failures],
+            },
+            "clipped": list(result.clipped),
+            "requests": {"listing": counts.listing, "page": counts.page, "redirect": counts.redirect,
+                         "retry": counts.retry, "range": counts.range, "robots": counts.robots,
+                         "total": counts.charged},
+            "bytes": counts.bytes,
+            "discovery": {"stop_reason": discovery.stop_reason, "dropped_records": discovery.dropped_records,
+                          "diagnostics": list(discovery.diagnostics)},
+            "clock": "virtual" if shell.virtual else "system",
+            "duration_seconds": round(clock.monotonic() - started_mono, 3),
+            "wall_seconds": round(time.monotonic() - wall_start, 3),
+            "files": {RELATION: relation_digest.as_dict(), LEDGER: ledger_digest.as_dict()},
+        }
+        generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))
+        store.commit(generation)
+    except BaseException:
+        generation.abandon()
+        raise
+    return record
+
+
+def record_json(record: Mapping[str, Any]) -> str:
+    return ordered_json(record)
+
+
+__all__ = ["Shell", "RunSettings", "RunUsageError", "StateLocked", "RefusedError", "execute", "load_plan",
+           "plan_refusal", "collection_source", "record_json"]

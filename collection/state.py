@@ -1,0 +1,283 @@
+"""The state directory: generations on disk, switched atomically, one run at a time (shell).
+
+Layout of a state directory DIR:
+
+    DIR/lock                      fcntl.flock'd by the run that owns DIR (a killed process
+                                  releases it with its file descriptors)
+    DIR/current -> generations/000007
+                                  a relative symlink, the only pointer readers follow
+    DIR/generations/000007/       relation.csv, ledger.csv, run.json: one complete generation
+    DIR/generations/.tmp-000008-<pid>/
+                                  a generation being written (removed by recovery)
+
+Why a symlink and not a pointer file: `DIR/current/relation.csv` must be a path a
+shell, DuckDB or a transform can open directly, and replacing a symlink with
+`os.replace` is atomic on POSIX, so a reader sees the old target or the new one.
+
+Writing a generation (GUIDE, "State"): files go to a temporary directory, each is
+fsynced, the directory is fsynced and renamed to its final number, the parent is fsynced,
+a new symlink is made beside `current` and `os.replace`d onto it, and DIR is fsynced.
+A kill at any instant therefore leaves `current` naming the old generation or the new
+one, never a mix. Recovery (under the lock, at the start of every run) removes what a
+killed run left: temporary directories, a half-made symlink, and finished generations
+newer than `current` that never became current.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from typing import BinaryIO, TextIO
+
+from collection.refusal import Refusal
+
+RELATION = "relation.csv"
+LEDGER = "ledger.csv"
+RUN_RECORD = "run.json"
+FILES = (RELATION, LEDGER, RUN_RECORD)
+DEFAULT_KEEP = 3
+
+_GENERATION = re.compile(r"\A[0-9]{6,}\Z")
+_TMP_PREFIX = ".tmp-"
+_LINK_TMP_PREFIX = ".current.tmp-"
+
+
+class StateLocked(Exception):
+    """Another process holds DIR/lock."""
+
+    def __init__(self, directory: str):
+        super().__init__(f"another run holds the lock on {directory}")
+        self.directory = directory
+
+    def to_refusal(self) -> Refusal:
+        return Refusal("STATE_LOCKED", "", f"another `collection run` is using the state directory "
+                       f"{self.directory}; wait for it to finish (a lock left by a killed run is "
+                       "released automatically)", "one run per state directory")
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _generation_number(name: str) -> int | None:
+    return int(name) if _GENERATION.match(name) else None
+
+
+def current_generation(directory: str) -> str | None:
+    """The directory `DIR/current` names, or None when there is none yet (read-only)."""
+    link = os.path.join(directory, "current")
+    try:
+        target = os.readlink(link)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:   # not a symlink: not a directory this module wrote
+            raise ValueError(f"{link} is not a symlink") from None
+        raise
+    return os.path.normpath(os.path.join(directory, target))
+
+
+class _HashingFile:
+    """A text sink that encodes UTF-8 once and hashes what it writes (for run.json's digests)."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, text: str) -> int:
+        data = text.encode("utf-8")
+        self.sha256.update(data)
+        self.size += len(data)
+        self._raw.write(data)
+        return len(text)
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    sha256: str
+    bytes: int
+
+    def as_dict(self) -> dict:
+        return {"sha256": self.sha256, "bytes": self.bytes}
+
+
+class Generation:
+    """A generation being written. Open files with `open_text`, then `StateStore.commit`."""
+
+    def __init__(self, store: "StateStore", number: int, path: str):
+        self.store = store
+        self.number = number
+        self.path = path
+        self.digests: dict[str, FileDigest] = {}
+        self._open: dict[str, tuple[BinaryIO, _HashingFile]] = {}
+
+    @property
+    def name(self) -> str:
+        return f"{self.number:06d}"
+
+    def open_text(self, name: str) -> TextIO:
+        """A write-only text sink for `name`; `close_text` fsyncs it and records its digest."""
+        raw = open(os.path.join(self.path, name), "xb")
+        sink = _HashingFile(raw)
+        self._open[name] = (raw, sink)
+        return sink  # type: ignore[return-value]
+
+    def close_text(self, name: str) -> FileDigest:
+        raw, sink = self._open.pop(name)
+        raw.flush()
+        os.fsync(raw.fileno())
+        raw.close()
+        digest = FileDigest(sink.sha256.hexdigest(), sink.size)
+        self.digests[name] = digest
+        return digest
+
+    def write_bytes(self, name: str, data: bytes) -> FileDigest:
+        sink = self.open_text(name)
+        self._open[name][0].write(data)
+        sink.sha256.update(data)
+        sink.size += len(data)
+        return self.close_text(name)
+
+    def abandon(self) -> None:
+        for raw, _ in self._open.values():
+            raw.close()
+        self._open.clear()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class StateStore:
+    """One state directory, locked for the lifetime of the object (use as a context manager)."""
+
+    def __init__(self, directory: str, *, keep: int = DEFAULT_KEEP):
+        if keep < 1:
+            raise ValueError("keep at least one generation")
+        self.directory = os.path.abspath(directory)
+        self.keep = keep
+        self.generations = os.path.join(self.directory, "generations")
+        self._lock_fd: int | None = None
+
+    # --- lock -------------------------------------------------------------------------------
+    def __enter__(self) -> "StateStore":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        os.makedirs(self.generations, exist_ok=True)
+        fd = os.open(os.path.join(self.directory, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StateLocked(self.directory) from None
+            raise
+        self._lock_fd = fd
+        self.recover()
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)     # closing drops the flock
+            self._lock_fd = None
+
+    # --- reading ----------------------------------------------------------------------------
+    def current(self) -> str | None:
+        """The path of the current generation, or None before the first complete run."""
+        return current_generation(self.directory)
+
+    def current_file(self, name: str) -> str | None:
+        path = self.current()
+        return None if path is None else os.path.join(path, name)
+
+    def read_record(self) -> dict | None:
+        path = self.current_file(RUN_RECORD)
+        if path is None:
+            return None
+        with open(path, "rb") as handle:
+            return json.loads(handle.read())
+
+    def _numbers(self) -> list[int]:
+        found = []
+        for name in os.listdir(self.generations):
+            number = _generation_number(name)
+            if number is not None:
+                found.append(number)
+        return sorted(found)
+
+    # --- recovery ---------------------------------------------------------------------------
+    def recover(self) -> list[str]:
+        """Remove what a killed run left behind; returns what was removed (for the log)."""
+        self._require_lock()
+        removed: list[str] = []
+        for name in os.listdir(self.directory):
+            if name.startswith(_LINK_TMP_PREFIX):
+                os.unlink(os.path.join(self.directory, name))
+                removed.append(name)
+        current = self.current()
+        current_number = _generation_number(os.path.basename(current)) if current else None
+        for name in os.listdir(self.generations):
+            path = os.path.join(self.generations, name)
+            number = _generation_number(name)
+            never_current = number is not None and (current_number is None or number > current_number)
+            if name.startswith(_TMP_PREFIX) or never_current:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(os.path.join("generations", name))
+        if removed:
+            _fsync_dir(self.generations)
+            _fsync_dir(self.directory)
+        return removed
+
+    # --- writing ----------------------------------------------------------------------------
+    def begin(self) -> Generation:
+        self._require_lock()
+        numbers = self._numbers()
+        number = (numbers[-1] if numbers else 0) + 1
+        path = os.path.join(self.generations, f"{_TMP_PREFIX}{number:06d}-{os.getpid()}")
+        os.mkdir(path)
+        return Generation(self, number, path)
+
+    def commit(self, generation: Generation) -> str:
+        """Make `generation` current (atomically), then prune old ones; returns its path."""
+        self._require_lock()
+        if generation._open:
+            raise RuntimeError(f"files still open: {sorted(generation._open)}")
+        _fsync_dir(generation.path)
+        final = os.path.join(self.generations, generation.name)
+        os.rename(generation.path, final)
+        _fsync_dir(self.generations)
+        link_tmp = os.path.join(self.directory, f"{_LINK_TMP_PREFIX}{os.getpid()}")
+        os.symlink(os.path.join("generations", generation.name), link_tmp)
+        os.replace(link_tmp, os.path.join(self.directory, "current"))
+        _fsync_dir(self.directory)
+        generation.path = final
+        self.prune()
+        return final
+
+    def prune(self) -> list[int]:
+        """Keep the newest `keep` generations (the current one always)."""
+        current = self.current()
+        current_number = _generation_number(os.path.basename(current)) if current else None
+        numbers = self._numbers()
+        doomed = [n for n in numbers[:-self.keep] if n != current_number]
+        for number in doomed:
+            shutil.rmtree(os.path.join(self.generations, f"{number:06d}"), ignore_errors=True)
+        if doomed:
+            _fsync_dir(self.generations)
+        return doomed
+
+    def _require_lock(self) -> None:
+        if self._lock_fd is None:
+            raise RuntimeError("the state directory is not locked")
