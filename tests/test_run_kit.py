@@ -34,10 +34,10 @@ COLUMNS = ("title", "body")
 
 def recipe(kind: str, *, ids=("1", "2", "3", "4", "5"), max_fetches: int = 100, revisit: str = "never",
            concurrency: int = 2, max_requests: int | None = None, retries: int = 1, max_rows: int = 100000,
-           origins=(ORIGIN,), extra_members=()) -> bytes:
+           origins=(ORIGIN,), extra_members=(), discovery_max: int = 10) -> bytes:
     """A collection source reading JSON pages with json.tabular (title, body)."""
     options = {"columns": [{"name": "title", "pointer": "/title"}, {"name": "body", "pointer": "/body"}]}
-    discovery: dict = {"kind": kind, "max_requests": 10}
+    discovery: dict = {"kind": kind, "max_requests": discovery_max}
     if kind == "json_api":
         discovery.update(url=f"{ORIGIN}/api/items?per_page=100",
                          pagination={"kind": "page_parameter", "parameter": "page", "first": 1},
