@@ -11,6 +11,7 @@ import click
 from collection import __version__
 from collection.commands import decode, explain, validate
 from collection.commands import robots_check
+from collection.commands import fixture as fixture_command
 from collection.commands import run as run_command
 from collection.commands import status as status_command
 
@@ -33,6 +34,7 @@ cli.add_command(decode.command)
 cli.add_command(explain.command)
 cli.add_command(validate.command)
 cli.add_command(robots_check.command)
+cli.add_command(fixture_command.command)
 cli.add_command(run_command.command)
 cli.add_command(status_command.command)
 
