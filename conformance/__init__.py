@@ -1,0 +1,40 @@
+"""The collection conformance suite: language-neutral cases, a harness protocol, a runner.
+
+Standalone: nothing here imports the `collection` package. Implementations are driven
+through a harness process (see README.md); this project's own harness lives in
+`conformance.harnesses.collection_harness` and imports collection lazily.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from functools import lru_cache
+from pathlib import Path
+
+PROTOCOL_VERSION = 1
+HERE = Path(__file__).resolve().parent
+CASES_DIR = HERE / "cases"
+CLAUSES_FILE = HERE / "clauses.json"
+UNOBSERVABLE_FILE = HERE / "unobservable.json"
+
+
+def schemas_dir() -> Path:
+    """The repository's `schemas/` folder, or its installed copy (collection/schemas),
+    found without importing the collection package."""
+    repo = HERE.parent / "schemas"
+    if (repo / "conformance-case.schema.json").is_file():
+        return repo
+    spec = importlib.util.find_spec("collection")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            candidate = Path(location) / "schemas"
+            if (candidate / "conformance-case.schema.json").is_file():
+                return candidate
+    raise FileNotFoundError("cannot find the schemas folder (schemas/conformance-case.schema.json)")
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str) -> dict:
+    with open(schemas_dir() / name, encoding="utf-8") as handle:
+        return json.load(handle)

@@ -1,0 +1,1 @@
+"""Harnesses: adapters between the protocol (stdin/stdout JSON lines) and an implementation."""

@@ -1,0 +1,203 @@
+"""Harness protocol v1: talking to one harness process over JSON lines.
+
+The runner writes one command per line to the harness's stdin and reads one reply per
+line from its stdout; stderr goes to a log. Every reply is validated against
+schemas/harness-protocol.schema.json; a reply that is late, malformed, invalid or carries
+the wrong `seq` is a ProtocolError, after which the process is killed and restarted
+(its stream can no longer be trusted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from typing import Any
+
+from conformance import PROTOCOL_VERSION, load_schema
+
+
+class ProtocolError(Exception):
+    """The harness broke the protocol. `kind`: timeout, crashed, malformed, invalid, seq."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+_VALIDATORS: dict[str, Any] = {}
+_VLOCK = threading.Lock()
+
+
+def validator(definition: str):
+    """A validator for one `$defs` entry of the protocol schema."""
+    with _VLOCK:
+        if definition not in _VALIDATORS:
+            import jsonschema
+
+            schema = load_schema("harness-protocol.schema.json")
+            sub = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+            cls = jsonschema.validators.validator_for(schema)
+            _VALIDATORS[definition] = cls(sub)
+        return _VALIDATORS[definition]
+
+
+def validate(definition: str, message: Any) -> list[str]:
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '/'}: {e.message[:200]}"
+            for e in validator(definition).iter_errors(message)]
+
+
+class Harness:
+    """One harness process. Not thread-safe: one runner worker owns it."""
+
+    def __init__(self, command: str, *, env: dict[str, str] | None = None, timeout: float = 60.0,
+                 start_timeout: float = 30.0, log=None, cwd: str | None = None):
+        self.command = command
+        self.env = env
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self.log = log
+        self.cwd = cwd
+        self.proc: subprocess.Popen | None = None
+        self.lines: queue.Queue = queue.Queue()
+        self.seq = 0
+        self.implementation: dict | None = None
+        self.capabilities: frozenset[str] = frozenset()
+        self.configure_message: dict | None = None
+        self.restarts = 0
+
+    # --- process ------------------------------------------------------------------------
+    def _spawn(self) -> None:
+        args = shlex.split(self.command)
+        env = dict(os.environ)
+        if self.env:
+            env.update(self.env)
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log if self.log is not None else subprocess.DEVNULL,
+                                     text=True, encoding="utf-8", bufsize=1, env=env, cwd=self.cwd,
+                                     start_new_session=True)
+        lines: queue.Queue = queue.Queue()
+        self.lines = lines
+        stdout = self.proc.stdout
+
+        def pump() -> None:
+            try:
+                for line in stdout:
+                    lines.put(line)
+            except (OSError, ValueError):
+                pass
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def kill(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except (OSError, AttributeError):
+                pass
+
+    def _send(self, message: dict) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message, separators=(",", ":")) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            raise ProtocolError("crashed", f"cannot write to the harness: {exc}") from None
+
+    def _receive(self, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        try:
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise ProtocolError("timeout", f"no answer within {timeout:g} s") from None
+        if line is None:
+            code = self.proc.poll() if self.proc else None
+            raise ProtocolError("crashed", f"the harness exited (status {code})")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise ProtocolError("malformed", f"not a JSON line: {line[:200]!r}") from None
+
+    def _exchange(self, message: dict, reply_def: str, timeout: float) -> dict:
+        problems = validate("command", message)
+        if problems:          # the runner's own bug: never blame the harness for it
+            raise AssertionError(f"runner sent an invalid command: {problems}")
+        self._send(message)
+        reply = self._receive(timeout)
+        problems = validate(reply_def, reply)
+        if problems:
+            raise ProtocolError("invalid", f"{reply_def} reply breaks the schema: {'; '.join(problems[:3])}")
+        return reply
+
+    # --- commands -----------------------------------------------------------------------
+    def start(self, configure: dict) -> dict:
+        """Spawn, handshake and configure. Returns the implementation block."""
+        self.kill()
+        self._spawn()
+        self.seq = 0
+        started = self._exchange({"cmd": "start", "version": PROTOCOL_VERSION}, "started", self.start_timeout)
+        self.implementation = started["implementation"]
+        self.capabilities = frozenset(self.implementation.get("capabilities", ()))
+        self.configure_message = configure
+        self._exchange(configure, "configured", self.start_timeout)
+        return self.implementation
+
+    def restart(self) -> None:
+        self.restarts += 1
+        assert self.configure_message is not None
+        self.start(self.configure_message)
+
+    def run(self, case: dict, timeout: float | None = None) -> dict:
+        """Send one `run` and return its reply (result, skipped or errored)."""
+        if self.proc is None:
+            self.restart()
+        self.seq += 1
+        seq = self.seq
+        reply = self._exchange({"cmd": "run", "seq": seq, "case": case}, "run_reply",
+                               self.timeout if timeout is None else timeout)
+        if reply.get("seq") != seq:
+            raise ProtocolError("seq", f"answered seq {reply.get('seq')!r} to seq {seq}")
+        if "result" in reply:
+            problems = _result_shape(case, reply["result"])
+            if problems:
+                raise ProtocolError("invalid", problems)
+        return reply
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            self._send({"cmd": "stop"})
+            self.proc.wait(timeout=5)
+        except (ProtocolError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+def _result_shape(case: dict, result: dict) -> str | None:
+    kind = case.get("kind")
+    if kind == "registration" and "registrable" not in result:
+        return "a registration case answered with a run result"
+    if kind == "runs" and "outcome" not in result:
+        return "a run case answered with a registration result"
+    return None

@@ -1,0 +1,243 @@
+"""The runner: drives N harness processes through the suite and collects verdicts."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import queue
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from conformance import compare
+from conformance.protocol import Harness, ProtocolError
+from conformance.suite import Case, load_cases
+
+DEFAULT_CLOCK_START = "2024-01-01T00:00:00Z"
+DEFAULT_TOKEN = "ConformanceBot"
+DEFAULT_INFO_URL = "https://conformance.invalid/crawler"
+# Checked on every loopback run whatever the case says (FETCH-01, FETCH-02, FETCH-24).
+DEFAULT_WIRE = {"no_credentials": True,
+                "user_agent_pattern": rf"{DEFAULT_TOKEN}-PublicHttps/1\.0 \(\+{DEFAULT_INFO_URL.replace('.', chr(92) + '.')}\)"}
+
+PASS, FAIL, SKIPPED, ERRORED = "pass", "fail", "skipped", "errored"
+
+
+@dataclass
+class Verdict:
+    case: str
+    area: str
+    mode: str
+    status: str
+    clauses: tuple[str, ...]
+    diffs: list[dict] = field(default_factory=list)
+    message: str = ""
+    seconds: float = 0.0
+    run: int | None = None
+
+    def as_json(self) -> dict:
+        return {"case": self.case, "area": self.area, "mode": self.mode, "status": self.status,
+                "clauses": list(self.clauses), "run": self.run, "diffs": self.diffs,
+                "message": self.message, "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class Outcome:
+    verdicts: list[Verdict]
+    implementation: dict | None
+    mode: str
+    seconds: float
+    restarts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(v.status in (PASS, SKIPPED) for v in self.verdicts) and bool(self.verdicts)
+
+
+def select(cases: list[Case], pattern: str | None) -> list[Case]:
+    if not pattern:
+        return cases
+    globbing = any(ch in pattern for ch in "*?[")
+    chosen = []
+    for case in cases:
+        names = (case.id, f"{case.area}/{case.id}", *case.clauses)
+        if any(fnmatch.fnmatchcase(n, pattern) if globbing else pattern in n for n in names):
+            chosen.append(case)
+    return chosen
+
+
+def configure_message(mode: str, server=None, clock_start: str = DEFAULT_CLOCK_START) -> dict:
+    message = {"cmd": "configure", "mode": mode, "clock": {"start": clock_start, "virtual": mode == "inline"},
+               "user_agent": {"token": DEFAULT_TOKEN, "info_url": DEFAULT_INFO_URL}}
+    if mode == "loopback":
+        message["loopback"] = {"ca_bundle": server.ca_path, "resolve": server.resolve_map()}
+    return message
+
+
+class _Worker:
+    def __init__(self, impl: str, mode: str, timeout: float, env: dict | None, log) -> None:
+        self.mode = mode
+        self.server = None
+        if mode == "loopback":
+            from conformance.loopback import FixtureServer
+
+            self.server = FixtureServer()
+        self.harness = Harness(impl, env=env, timeout=timeout, log=log)
+        self.start_error: str | None = None
+        try:
+            self.implementation = self.harness.start(configure_message(mode, self.server))
+        except ProtocolError as exc:
+            self.implementation = None
+            self.start_error = str(exc)
+
+    def close(self) -> None:
+        self.harness.stop()
+        if self.server is not None:
+            self.server.close()
+
+    def run_case(self, case: Case) -> Verdict:
+        began = time.monotonic()
+        verdict = Verdict(case.id, case.area, self.mode, PASS, case.clauses)
+        try:
+            if self.harness.proc is None:
+                self.harness.restart()
+            self._run(case, verdict)
+        except ProtocolError as exc:
+            verdict.status, verdict.message = ERRORED, str(exc)
+            try:
+                self.harness.restart()
+            except ProtocolError as again:
+                verdict.message += f"; restart failed: {again}"
+                self.harness.kill()
+        verdict.seconds = time.monotonic() - began
+        return verdict
+
+    def _skip_reason(self, case: Case) -> str | None:
+        if self.mode not in case.modes:
+            return f"case does not run in {self.mode} mode"
+        caps = self.harness.capabilities
+        missing = [c for c in (*case.requires, self.mode, "registration" if case.kind == "registration" else "runs")
+                   if c not in caps]
+        if missing:
+            return f"implementation lacks {', '.join(missing)}"
+        return None
+
+    def _run(self, case: Case, verdict: Verdict) -> None:
+        reason = self._skip_reason(case)
+        if reason:
+            verdict.status, verdict.message = SKIPPED, reason
+            return
+        data = case.data
+        caps = self.harness.capabilities
+        if case.kind == "registration":
+            message = {"id": case.id, "kind": "registration"}
+            for key in ("recipe", "recipe_text"):
+                if key in data:
+                    message[key] = data[key]
+            if self.server:
+                self.server.load([])
+            reply = self.harness.run(message)
+            if not self._reply_ok(reply, verdict):
+                return
+            verdict.diffs = compare.compare_registration(data["expect"], reply["result"], caps)
+            if self.server and self.server.seen():    # REG-37: registration makes no request
+                verdict.diffs.append({"what": "requests during registration", "expected": [],
+                                      "actual": [r["url"] for r in self.server.seen()]})
+            verdict.status = FAIL if verdict.diffs else PASS
+            return
+        previous: list[dict | None] = []
+        recipe = data["recipe"]
+        runs = data["runs"]
+        for n, run in enumerate(runs, 1):
+            recipe = run.get("recipe", recipe)
+            message: dict[str, Any] = {"id": case.id, "kind": "runs", "run": n, "of": len(runs), "recipe": recipe}
+            for key in ("resync", "deadline_seconds", "action_plan", "clock_advance_seconds"):
+                if key in run:
+                    message[key] = run[key]
+            if self.server:
+                self.server.load(run["exchanges"])
+            else:
+                message["exchanges"] = run["exchanges"]
+            reply = self.harness.run(message)
+            if not self._reply_ok(reply, verdict):
+                verdict.run = n
+                return
+            result = reply["result"]
+            seen = self.server.seen() if self.server else None
+            urls = [r["url"] for r in seen] if seen is not None else None
+            diffs = compare.compare_run(run["expect"], result, capabilities=caps, previous=previous, request_urls=urls)
+            if seen is not None:
+                diffs.extend(compare.compare_wire({**DEFAULT_WIRE, **run["expect"].get("wire", {})}, seen))
+            previous.append(result)
+            if diffs:
+                verdict.status, verdict.diffs, verdict.run = FAIL, diffs, n
+                return
+
+    @staticmethod
+    def _reply_ok(reply: dict, verdict: Verdict) -> bool:
+        if "skipped" in reply:
+            verdict.status, verdict.message = SKIPPED, reply["skipped"]
+            return False
+        if "errored" in reply:
+            verdict.status, verdict.message = ERRORED, reply["errored"].get("message", "")
+            return False
+        return True
+
+
+def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None = None, jobs: int = 1,
+              mode: str = "inline", timeout: float = 60.0, env: dict | None = None, log=None,
+              on_verdict: Callable[[Verdict], None] | None = None) -> Outcome:
+    began = time.monotonic()
+    chosen = select(load_cases() if cases is None else cases, pattern)
+    work: queue.Queue = queue.Queue()
+    # longest first (runs with many exchanges) so parallel workers finish together
+    for case in sorted(chosen, key=lambda c: -sum(len(r.get("exchanges", [])) for r in c.data.get("runs", []))):
+        work.put(case)
+    verdicts: list[Verdict] = []
+    lock = threading.Lock()
+    implementation: dict | None = None
+    restarts = 0
+
+    def worker() -> None:
+        nonlocal implementation, restarts
+        try:
+            w = _Worker(impl, mode, timeout, env, log)
+        except Exception as exc:       # e.g. the fixture server could not start
+            w = None
+            error = f"{type(exc).__name__}: {exc}"
+        try:
+            while True:
+                try:
+                    case = work.get_nowait()
+                except queue.Empty:
+                    return
+                if w is None or w.start_error:
+                    v = Verdict(case.id, case.area, mode, ERRORED, case.clauses,
+                                message=f"harness did not start: {w.start_error if w else error}")
+                else:
+                    try:
+                        v = w.run_case(case)
+                    except Exception:     # a runner bug must not hang the suite
+                        v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, message=traceback.format_exc())
+                with lock:
+                    verdicts.append(v)
+                    if w is not None and w.implementation:
+                        implementation = w.implementation
+                if on_verdict:
+                    on_verdict(v)
+        finally:
+            if w is not None:
+                with lock:
+                    restarts += w.harness.restarts
+                w.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(jobs, len(chosen) or 1)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    verdicts.sort(key=lambda v: (v.area, v.case))
+    return Outcome(verdicts, implementation, mode, time.monotonic() - began, restarts)

@@ -1,0 +1,1015 @@
+"""Writes conformance/cases/**.json from the definitions below (python -m conformance.tools.make_cases).
+
+Every expectation here is derived by hand from the specification (seeds/000, spec/clauses.md
+and its Decisions): digests are SHA-256 of the bodies written here (D-30), relations follow
+D-02 (RFC 4180, LF, quoting only where needed) sorted by page_id then ordinal (PROV-14,
+D-29), timestamps are `{{ts}}` (the spec does not fix when a fetch "happens"). The JSON
+files are the suite; this script is only how they were typed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from conformance import CASES_DIR
+
+H = "https://www.example.com"
+TS = "{{ts}}"
+CASES: list[dict] = []
+OPTIONS = '{"columns":[{"name":"title","pointer":"/title"}],"records":{"pointer":"/rows"}}'
+PROV = "page_id,page_url,page_fetched_at,page_content_sha256,page_revision,page_discovered_at,page_ordinal"
+
+
+def recipe(**changes) -> dict:
+    doc = {
+        "name": "conformance_corpus",
+        "description": "A small corpus for the conformance suite.",
+        "source_class": "user_url",
+        "data_classification": "public",
+        "locator": {"kind": "https_url", "display_locator": f"{H}/list"},
+        "rights_claim": {"claimed_basis": "public_domain_asserted",
+                         "claim_evidence_digest": "sha256:" + "ab" * 32},
+        "connector": {"adapter_id": "public.https.collection@2.0.0", "credential_mode": "none",
+                      "origin": H,
+                      "parameters": [{"name": "reader.family_id", "value": "json.tabular"},
+                                     {"name": "reader.family_version", "value": "1.0.0"},
+                                     {"name": "reader.decode_options", "value": OPTIONS}]},
+        "limits": {"max_source_bytes": 1048576, "max_rows": 1000, "max_requests": 100},
+        "collection": {
+            "discovery": {"kind": "json_api", "url": f"{H}/list", "records": {"pointer": ""},
+                          "link": {"pointer": "/link"}, "identity": {"pointer": "/id"}, "max_requests": 10},
+            "pages": {"allowed_origins": [H], "max_fetches_per_run": 50, "concurrency": 1,
+                      "min_interval_seconds": 1, "request_timeout_seconds": 30, "retries": 0},
+        },
+    }
+    for path, value in changes.items():
+        set_path(doc, path, value)
+    return doc
+
+
+DELETE = object()
+
+
+def set_path(doc, path: str, value) -> None:
+    parts = path.split(".")
+    node = doc
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    last = parts[-1]
+    if value is DELETE:
+        if isinstance(node, list):
+            del node[int(last)]
+        else:
+            node.pop(last, None)
+    elif isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+def ex(url, body="", status=200, ctype="application/json", headers=(), **behaviour) -> dict:
+    response = {"status": status, "headers": ([["Content-Type", ctype]] if ctype else []) + [list(h) for h in headers]}
+    if body != "":
+        response["body"] = {"text": body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))}
+    response.update(behaviour)
+    return {"request": {"method": "GET", "url": url}, "response": response}
+
+
+def seq(url, *responses) -> dict:
+    return {"request": {"method": "GET", "url": url}, "per": "request",
+            "responses": [r["response"] for r in responses]}
+
+
+def listing(url, *ids, ctype="application/json", **kw):
+    """A json_api listing whose records are {id, link: /p/<id>} (or (id, link) pairs)."""
+    records = [{"id": i, "link": f"/p/{i}"} if isinstance(i, str) else {"id": i[0], "link": i[1], **(i[2] if len(i) > 2 else {})}
+               for i in ids]
+    return ex(url, records, ctype=ctype, **kw)
+
+
+def page_body(*titles) -> str:
+    return json.dumps({"rows": [{"title": t} for t in titles]}, separators=(",", ":"))
+
+
+def page(pid_or_url, *titles, **kw):
+    url = pid_or_url if pid_or_url.startswith("https://") else f"{H}/p/{pid_or_url}"
+    return ex(url, page_body(*titles), **kw)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def csv_field(value: str) -> str:
+    if any(c in value for c in ',"\n\r'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def relation(*pages, reader_columns=("title",)) -> str:
+    """pages: (page_id, url, titles, revision[, body]) → the expected relation text."""
+    lines = [",".join((*reader_columns, PROV))]
+    for entry in sorted(pages, key=lambda p: p[0].encode("utf-8")):
+        pid, url, titles, revision = entry[:4]
+        body = entry[4] if len(entry) > 4 else page_body(*titles)
+        for n, t in enumerate(titles, 1):
+            lines.append(",".join(csv_field(x) for x in (t, pid, url)) + f",{TS},{sha(body)},{revision},{TS},{n}")
+    return "\n".join(lines) + "\n"
+
+
+def P(pid, titles, revision=1, url=None, body=None):
+    entry = (pid, url or f"{H}/p/{pid}", tuple(titles), revision)
+    return entry + ((body,) if body is not None else ())
+
+
+def cov(**kw) -> dict:
+    block = {"discovered": 0, "discovery_requests": 1, "discovery_complete": True, "discovery_failure": None,
+             "duplicates_dropped": 0, "known": 0, "fetched_this_run": 0, "unchanged": 0, "changed": 0,
+             "failed_this_run": 0, "pending": 0, "failed": 0, "skipped": 0, "budget_exhausted": None,
+             "complete": True}
+    block.update(kw)
+    return block
+
+
+def fetched(revision=1):
+    return {"state": "fetched", "revision": revision, "failure_code": None}
+
+
+def failed(code, revision=0):
+    return {"state": "failed", "revision": revision, "failure_code": code}
+
+
+def pending(revision=0):
+    return {"state": "pending", "revision": revision}
+
+
+def skipped(landed=None):
+    facts = {"state": "skipped_origin", "failure_code": "skipped_origin"}
+    if landed is not None:
+        facts["landed_url"] = landed
+    return facts
+
+
+def ok(coverage, relation_text=None, ledger=None, requests=None, **extra) -> dict:
+    e = {"outcome": "ok", "coverage": coverage}
+    if relation_text is not None:
+        e["relation"] = relation_text
+    e["ledger"] = ledger or {}
+    e["requests"] = requests or {}
+    e.update(extra)
+    return e
+
+
+def refused(code, requests=None) -> dict:
+    e = {"outcome": "refused", "code": code}
+    if requests is not None:
+        e["requests"] = requests
+    return e
+
+
+def run(exchanges, expect, **kw) -> dict:
+    return {**kw, "exchanges": exchanges, "expect": expect}
+
+
+def case(area, cid, description, clauses, rec, runs, **kw) -> None:
+    CASES.append({"area": area, "id": cid, "description": description, "clauses": clauses, "kind": "runs",
+                  **kw, "recipe": rec, "runs": runs})
+
+
+def reg(cid, description, clauses, rec=None, registrable=False, refusals=(), text=None, **kw) -> None:
+    c = {"area": "registration", "id": cid, "description": description, "clauses": clauses, "kind": "registration", **kw}
+    if text is not None:
+        c["recipe_text"] = text
+    else:
+        c["recipe"] = rec
+    c["expect"] = {"registrable": registrable}
+    if refusals:
+        c["expect"]["refusals"] = [{"pointer": p, "code": code} if code else {"pointer": p} for p, code in refusals]
+    CASES.append(c)
+
+
+def write() -> None:
+    for area_dir in CASES_DIR.glob("*"):
+        if area_dir.is_dir():
+            shutil.rmtree(area_dir)
+    ids = set()
+    for c in CASES:
+        c = copy.deepcopy(c)
+        area = c.pop("area")
+        assert c["id"] not in ids, c["id"]
+        ids.add(c["id"])
+        folder = CASES_DIR / area
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{c['id']}.json").write_text(json.dumps(c, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{len(CASES)} cases written under {CASES_DIR}")
+
+
+# ======================================================================================
+# The cases
+# ======================================================================================
+
+# --- registration ------------------------------------------------------------------------
+EXAMPLE = {
+    "name": "council_decisions",
+    "description": "Published decisions of the council, one page per decision.",
+    "source_class": "user_url", "data_classification": "public",
+    "locator": {"kind": "https_url", "display_locator": "https://www.example.com/decisions"},
+    "rights_claim": {"claimed_basis": "public_domain_asserted",
+                     "claim_evidence_digest": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"},
+    "connector": {"adapter_id": "public.https.collection@2.0.0", "credential_mode": "none",
+                  "origin": "https://www.example.com",
+                  "parameters": [{"name": "reader.family_id", "value": "html.web_extract"},
+                                 {"name": "reader.family_version", "value": "1.1.0"},
+                                 {"name": "reader.decode_options", "value": "{}"}]},
+    "limits": {"max_source_bytes": 1073741824, "max_rows": 200000, "max_requests": 1064},
+    "collection": {
+        "discovery": {"kind": "json_api", "url": "https://www.example.com/wp-json/wp/v2/decisions?per_page=100",
+                      "pagination": {"kind": "page_parameter", "parameter": "page", "first": 1},
+                      "records": {"pointer": ""}, "link": {"pointer": "/link"}, "identity": {"pointer": "/id"},
+                      "revision": {"pointer": "/modified"}, "max_requests": 40},
+        "pages": {"allowed_origins": ["https://www.example.com"], "max_pages": 4000, "max_fetches_per_run": 500,
+                  "concurrency": 2, "min_interval_seconds": 1, "request_timeout_seconds": 30, "retries": 2,
+                  "revisit": {"kind": "revision_hint"}}}}
+
+reg("reg-worked-example", "The specification's worked example (council_decisions) registers as written.",
+    ["REG-01", "REG-06", "REG-39", "REG-40", "REG-41", "REG-42", "REG-43", "READ-01", "READ-02", "READ-03", "FETCH-11"],
+    EXAMPLE, registrable=True)
+reg("reg-minimal-defaults", "A collection stating only required members registers; every bound with a default may be absent.",
+    ["REG-18", "REG-19", "REG-23", "REG-24", "REG-25", "REG-26", "REG-28", "REG-29", "REG-30"],
+    recipe(**{"collection.discovery.max_requests": DELETE, "collection.pages": {"allowed_origins": [H]},
+              "limits.max_requests": 10064}), registrable=True)
+reg("reg-adapter-1-0-0", "A document naming public.https.collection@1.0.0 is refused with HOSTED_COLLECTION_UNSUPPORTED.",
+    ["REF-09", "REF-10", "REF-11"], recipe(**{"connector.adapter_id": "public.https.collection@1.0.0"}),
+    refusals=[("/connector/adapter_id", "HOSTED_COLLECTION_UNSUPPORTED")])
+reg("reg-collection-required", "A 2.0.0 document without `collection` is refused.", ["REG-07"],
+    recipe(collection=DELETE), refusals=[("/collection", "COLLECTION_REQUIRED")])
+reg("reg-collection-forbidden", "`collection` beside another adapter is refused.", ["REG-08"],
+    recipe(**{"connector.adapter_id": "public.https.file@1.0.0"}), refusals=[("/collection", "COLLECTION_FORBIDDEN")])
+reg("reg-collection-without-pages", "`collection` must hold `pages`.", ["REG-09"],
+    recipe(**{"collection.pages": DELETE}), refusals=[("/collection/pages", "SCHEMA_REQUIRED")])
+reg("reg-collection-without-discovery", "`collection` must hold `discovery`.", ["REG-09"],
+    recipe(**{"collection.discovery": DELETE}), refusals=[("/collection/discovery", "SCHEMA_REQUIRED")])
+reg("reg-collection-extra-member", "`collection` holds nothing but discovery and pages.", ["REG-10"],
+    recipe(**{"collection.schedule": {"every": "day"}}), refusals=[("/collection/schedule", "SCHEMA_UNKNOWN_MEMBER")])
+reg("reg-max-requests-required", "A collection must state limits.max_requests.", ["REG-11", "REF-02"],
+    recipe(**{"limits.max_requests": DELETE}), refusals=[("/limits/max_requests", "MAX_REQUESTS_REQUIRED")])
+reg("reg-reader-family-unsupported", "A Reader outside the four collection families is refused.", ["REG-12", "REF-02"],
+    recipe(**{"connector.parameters.0.value": "pdf.text"}), refusals=[("/connector/parameters/0/value", "READER_FAMILY_UNSUPPORTED")])
+reg("reg-credential-mode", "A collection must use credential_mode none.", ["REG-13", "REF-02", "FETCH-02"],
+    recipe(**{"connector.credential_mode": "api_key"}), refusals=[("/connector/credential_mode", None)])
+reg("reg-window-forbidden", "A collection may not declare a window.", ["REG-14", "REF-02"],
+    recipe(window={"start": "2024-01-01"}), refusals=[("/window", "WINDOW_FORBIDDEN")])
+reg("reg-closed-true", "A collection may not declare closed.", ["REG-15", "REF-02"],
+    recipe(closed=True), refusals=[("/closed", "CLOSED_FORBIDDEN")])
+reg("reg-closed-false", "closed: false written out is refused like closed: true.", ["REG-15", "REG-16"],
+    recipe(closed=False), refusals=[("/closed", "CLOSED_FORBIDDEN")])
+for name, path, value in [
+    ("discovery-max-requests-zero", "collection.discovery.max_requests", 0),
+    ("discovery-max-requests-1025", "collection.discovery.max_requests", 1025),
+    ("max-pages-50001", "collection.pages.max_pages", 50001),
+    ("max-fetches-10001", "collection.pages.max_fetches_per_run", 10001),
+    ("concurrency-zero", "collection.pages.concurrency", 0),
+    ("concurrency-10001", "collection.pages.concurrency", 10001),
+    ("min-interval-zero", "collection.pages.min_interval_seconds", 0),
+    ("min-interval-3601", "collection.pages.min_interval_seconds", 3601),
+    ("timeout-4", "collection.pages.request_timeout_seconds", 4),
+    ("timeout-121", "collection.pages.request_timeout_seconds", 121),
+    ("retries-4", "collection.pages.retries", 4),
+]:
+    clause = {"discovery.max_requests": "REG-18", "max_pages": "REG-23", "max_fetches_per_run": "REG-24",
+              "concurrency": "REG-25", "min_interval_seconds": "REG-26", "request_timeout_seconds": "REG-28",
+              "retries": "REG-29"}[next(k for k in ("discovery.max_requests", "max_pages", "max_fetches_per_run", "concurrency",
+                                                   "min_interval_seconds", "request_timeout_seconds", "retries") if path.endswith(k))]
+    extra = {}
+    if name == "max-fetches-10001":
+        extra["limits.max_requests"] = 20000
+    reg(f"reg-bound-{name}", f"{path} = {value} lies outside its bound and is refused before any run.", ["REG-17", clause],
+        recipe(**{path: value}, **extra), refusals=[("/" + path.replace(".", "/"), "SCHEMA_BOUND")])
+reg("reg-bounds-at-limits", "Every bound at its inclusive limit registers.", ["REG-17", "REG-18", "REG-23", "REG-24", "REG-25", "REG-26", "REG-28", "REG-29"],
+    recipe(**{"collection.discovery.max_requests": 1024, "collection.pages.max_pages": 50000,
+              "collection.pages.max_fetches_per_run": 10000, "collection.pages.concurrency": 10000,
+              "collection.pages.min_interval_seconds": 3600, "collection.pages.request_timeout_seconds": 120,
+              "collection.pages.retries": 3, "limits.max_requests": 11024}), registrable=True)
+reg("reg-allowed-origins-empty", "allowed_origins needs at least one entry.", ["REG-20"],
+    recipe(**{"collection.pages.allowed_origins": []}), refusals=[("/collection/pages/allowed_origins", None)])
+reg("reg-allowed-origins-nine", "allowed_origins holds at most eight entries.", ["REG-20"],
+    recipe(**{"collection.pages.allowed_origins": [H] + [f"https://h{i}.example.com" for i in range(8)]}),
+    refusals=[("/collection/pages/allowed_origins", "SCHEMA_LENGTH")])
+reg("reg-allowed-origins-missing", "allowed_origins is required.", ["REG-20"],
+    recipe(**{"collection.pages.allowed_origins": DELETE}), refusals=[("/collection/pages/allowed_origins", "SCHEMA_REQUIRED")])
+reg("reg-origin-not-canonical", "An allowed origin with a trailing slash is not a canonical https origin.", ["REG-21", "D-40"],
+    recipe(**{"collection.pages.allowed_origins": [H, "https://b.example.com/"]}),
+    refusals=[("/collection/pages/allowed_origins/1", "ORIGIN_NOT_CANONICAL")])
+reg("reg-origin-uppercase", "An allowed origin with an uppercase host is refused, not normalised.", ["REG-21", "D-40"],
+    recipe(**{"collection.pages.allowed_origins": [H, "https://B.example.com"]}),
+    refusals=[("/collection/pages/allowed_origins/1", "ORIGIN_NOT_CANONICAL")])
+reg("reg-discovery-origin-not-allowed", "allowed_origins must include the discovery address's origin.", ["REG-22", "REF-02"],
+    recipe(**{"collection.pages.allowed_origins": ["https://b.example.com"]}),
+    refusals=[("/collection/pages/allowed_origins", "DISCOVERY_ORIGIN_NOT_ALLOWED")])
+reg("reg-fraction", "A number written with a fraction (1.0) is refused even where an integer is due.", ["REG-27", "D-41"],
+    text=json.dumps(recipe(), indent=1).replace('"min_interval_seconds": 1', '"min_interval_seconds": 1.0'),
+    refusals=[("/collection/pages/min_interval_seconds", "JSON_FRACTIONAL_NUMBER")])
+reg("reg-fraction-elsewhere", "A fractional number anywhere in the document is refused (here 1e3 in limits).", ["REG-27", "D-41"],
+    text=json.dumps(recipe(), indent=1).replace('"max_rows": 1000', '"max_rows": 1e3'),
+    refusals=[("/limits/max_rows", "JSON_FRACTIONAL_NUMBER")])
+reg("reg-revisit-kind", "revisit.kind must be never, revision_hint or interval.", ["REG-30"],
+    recipe(**{"collection.pages.revisit": {"kind": "daily"}}), refusals=[("/collection/pages/revisit/kind", None)])
+reg("reg-interval-short", "interval revisit needs seconds >= 3600.", ["REG-31"],
+    recipe(**{"collection.pages.revisit": {"kind": "interval", "seconds": 3599}}),
+    refusals=[("/collection/pages/revisit/seconds", None)])
+reg("reg-interval-3600", "interval revisit with exactly 3600 seconds registers.", ["REG-31"],
+    recipe(**{"collection.pages.revisit": {"kind": "interval", "seconds": 3600}}), registrable=True)
+reg("reg-revision-hint-without-extractor", "revision_hint needs a revision extractor; json_api without revision.pointer has none.",
+    ["REG-32", "D-42"], recipe(**{"collection.pages.revisit": {"kind": "revision_hint"}}),
+    refusals=[("/collection/pages/revisit/kind", "REVISION_HINT_WITHOUT_EXTRACTOR")])
+reg("reg-revision-hint-html-index", "html_index has no revision hint, so revision_hint is refused.", ["REG-32", "DISC-16", "D-42"],
+    recipe(**{"collection.discovery": {"kind": "html_index", "url": f"{H}/list", "records": {"selector": "a.d"}},
+              "collection.pages.revisit": {"kind": "revision_hint"}}),
+    refusals=[("/collection/pages/revisit/kind", "REVISION_HINT_WITHOUT_EXTRACTOR")])
+reg("reg-revision-hint-sitemap", "sitemap carries lastmod, so revision_hint registers.", ["REG-32", "DISC-20"],
+    recipe(**{"collection.discovery": {"kind": "sitemap", "url": f"{H}/sitemap.xml"},
+              "collection.pages.revisit": {"kind": "revision_hint"}}), registrable=True)
+reg("reg-budget-sum-exceeded", "discovery.max_requests + max_fetches_per_run above limits.max_requests is refused.",
+    ["REG-33", "REF-01"], recipe(**{"limits.max_requests": 59}), refusals=[("/limits/max_requests", "REQUEST_BUDGET_SUM")])
+reg("reg-budget-sum-exact", "A limits.max_requests equal to the sum registers; the 2x formula is advice.", ["REG-34", "FETCH-11"],
+    recipe(**{"limits.max_requests": 60}), registrable=True)
+reg("reg-discovery-url-http", "The first request's address must be https.", ["REG-35", "REF-01"],
+    recipe(**{"collection.discovery.url": "http://www.example.com/list"}),
+    refusals=[("/collection/discovery/url", None)])
+reg("reg-discovery-url-userinfo", "A discovery address with userinfo is refused.", ["REG-35", "URL-12"],
+    recipe(**{"collection.discovery.url": "https://u:p@www.example.com/list"}),
+    refusals=[("/collection/discovery/url", None)])
+reg("reg-discovery-url-port", "A discovery address on another port is refused.", ["REG-35", "URL-11"],
+    recipe(**{"collection.discovery.url": "https://www.example.com:8443/list"}),
+    refusals=[("/collection/discovery/url", None)])
+reg("reg-records-pointer-syntax", "A records pointer that is not RFC 6901 syntax is refused.", ["REG-36", "REF-01", "DISC-07", "D-14"],
+    recipe(**{"collection.discovery.records.pointer": "items"}),
+    refusals=[("/collection/discovery/records/pointer", "POINTER_SYNTAX")])
+reg("reg-pagination-pairing", "cursor pagination is not allowed for html_index.", ["REG-38", "DISC-17", "D-43"],
+    recipe(**{"collection.discovery": {"kind": "html_index", "url": f"{H}/list", "records": {"selector": "a.d"},
+                                       "pagination": {"kind": "cursor", "parameter": "c", "pointer": "/next"}}}),
+    refusals=[("/collection/discovery/pagination/kind", "PAGINATION_KIND_NOT_ALLOWED")])
+reg("reg-pagination-sitemap-paged", "sitemap allows only pagination none.", ["REG-38", "DISC-21"],
+    recipe(**{"collection.discovery": {"kind": "sitemap", "url": f"{H}/sitemap.xml",
+                                       "pagination": {"kind": "page_parameter", "parameter": "p"}}}),
+    refusals=[("/collection/discovery/pagination/kind", "PAGINATION_KIND_NOT_ALLOWED")])
+reg("reg-pagination-json-link-header", "json_api allows link_header pagination.", ["DISC-12", "PAG-09"],
+    recipe(**{"collection.discovery.pagination": {"kind": "link_header"}}), registrable=True)
+reg("reg-explicit-paged", "explicit allows only pagination none.", ["REG-38", "DISC-25"],
+    recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"}],
+                                       "pagination": {"kind": "page_parameter", "parameter": "p"}}}),
+    refusals=[("/collection/discovery/pagination/kind", "PAGINATION_KIND_NOT_ALLOWED")])
+reg("reg-pagination-parameter-present", "A paged discovery address may not already carry its own parameter.",
+    ["PAG-15", "PAG-16", "REF-01"],
+    recipe(**{"collection.discovery.url": f"{H}/list?page=1",
+              "collection.discovery.pagination": {"kind": "page_parameter", "parameter": "page"}}),
+    refusals=[("/collection/discovery/url", "PAGINATION_PARAMETER_PRESENT")])
+reg("reg-discovery-kind", "discovery.kind must be one of the four kinds.", ["DISC-01"],
+    recipe(**{"collection.discovery.kind": "graphql"}), refusals=[("/collection/discovery/kind", None)])
+reg("reg-pagination-kind", "pagination.kind must be one of the six grammars.", ["PAG-01"],
+    recipe(**{"collection.discovery.pagination": {"kind": "infinite_scroll"}}),
+    refusals=[("/collection/discovery/pagination/kind", None)])
+reg("reg-reserved-column", "A pinned Reader declaring a reserved provenance column name is refused.", ["READ-07", "PROV-04", "REF-02"],
+    recipe(**{"connector.parameters.2.value": '{"columns":[{"name":"page_ordinal","pointer":"/n"}],"records":{"pointer":"/rows"}}'}),
+    refusals=[("/connector/parameters/2/value", "RESERVED_COLUMN_NAME")])
+reg("reg-duplicate-column", "A pinned Reader declaring two columns of one name is refused.", ["READ-08"],
+    recipe(**{"connector.parameters.2.value": '{"columns":[{"name":"t","pointer":"/a"},{"name":"t","pointer":"/b"}],"records":{"pointer":"/rows"}}'}),
+    refusals=[("/connector/parameters/2/value", "DUPLICATE_COLUMN_NAME")])
+reg("reg-connector-origin-mismatch", "connector.origin must be the discovery address's origin.", ["D-39"],
+    recipe(**{"connector.origin": "https://b.example.com", "collection.pages.allowed_origins": [H, "https://b.example.com"]}),
+    refusals=[("/connector/origin", "CONNECTOR_ORIGIN_MISMATCH")])
+reg("reg-explicit-duplicate-id", "Two explicit members with one page_id are refused.", ["D-38"],
+    recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"},
+                                                                      {"page_id": "a", "url": f"{H}/p/b"}]}}),
+    refusals=[("/collection/discovery/members/1/page_id", "EXPLICIT_DUPLICATE_PAGE_ID")])
+
+# --- discovery ---------------------------------------------------------------------------
+L = f"{H}/list"
+BASIC_RELATION = relation(P("a", ["A1", "A2"]), P("b", ["B1"]))
+
+case("discovery", "disc-json-api-basic",
+     "json_api with records pointer \"\": two records, two pages, one run; coverage, relation and ledger exact.",
+     ["DISC-07", "DISC-08", "DISC-09", "DISC-10", "DISC-27", "DISC-35", "URL-01", "PAG-02", "PROV-01", "PROV-02",
+      "PROV-03", "PROV-05", "PROV-06", "PROV-07", "PROV-08", "PROV-09", "PROV-10", "PROV-12", "PROV-13", "PROV-14",
+      "PROV-16", "READ-04", "READ-05", "MERGE-02", "MERGE-03", "MERGE-04", "MERGE-11", "MERGE-12", "COV-03", "COV-04",
+      "COV-05", "COV-06", "COV-09", "COV-10", "COV-12", "COV-17", "COV-18", "OPS-08", "FETCH-01", "FETCH-26",
+      "D-02", "D-03", "D-16", "D-30", "D-56"],
+     recipe(),
+     [run([listing(L, "a", "b"), page("a", "A1", "A2"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION,
+             {"a": fetched(), "b": fetched()}, {"count": 3, "order": [L, f"{H}/p/a", f"{H}/p/b"], "max_per_url": 1},
+             ledger_pages=["a", "b"], truncated=False, corrections=[]))])
+
+case("discovery", "disc-records-pointer-nested", "json_api records pointer /data/items names the array inside the body.",
+     ["DISC-07"], recipe(**{"collection.discovery.records.pointer": "/data/items"}),
+     [run([ex(L, {"data": {"items": [{"id": "a", "link": "/p/a"}]}, "total": 1}), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A1"])), {"a": fetched()}, {"count": 2}))])
+
+case("discovery", "disc-identity-falls-back-to-url", "Without identity.pointer the page id is the resolved canonical URL.",
+     ["DISC-10", "PROV-05", "PROV-06", "D-28"], recipe(**{"collection.discovery.identity": DELETE}),
+     [run([listing(L, "a"), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")),
+             {f"{H}/p/a": fetched()}, {"count": 2}))])
+
+case("discovery", "disc-identity-number", "A numeric identity is stringified as canonical JSON (123 becomes \"123\").",
+     ["DISC-10", "D-27"], recipe(),
+     [run([ex(L, [{"id": 123, "link": "/p/a"}]), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("123", ["A1"], url=f"{H}/p/a")),
+             {"123": fetched()}, {"count": 2}))])
+
+case("discovery", "disc-duplicates-collapse", "A page id listed twice in one pass keeps its first occurrence and counts one duplicate.",
+     ["DISC-33", "DISC-34", "COV-08", "D-28"], recipe(),
+     [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "b", "link": "/p/b"}, {"id": "a", "link": "/p/other"}]),
+           page("a", "A1"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, duplicates_dropped=1),
+             relation(P("a", ["A1"]), P("b", ["B1"])), {"a": fetched(), "b": fetched()},
+             {"count": 3, "never": [f"{H}/p/other"]}))])
+
+case("discovery", "disc-duplicate-urls-canonical", "Without identity.pointer two spellings of one canonical URL collapse to one page.",
+     ["DISC-33", "URL-19", "D-28"], recipe(**{"collection.discovery.identity": DELETE}),
+     [run([ex(L, [{"link": "/p/a"}, {"link": "https://WWW.example.com:443/p/a#top"}]), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, duplicates_dropped=1),
+             relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")), {f"{H}/p/a": fetched()}, {"count": 2}))])
+
+HTML_RECIPE = {"collection.discovery": {"kind": "html_index", "url": f"{H}/index", "records": {"selector": "a.d"}, "max_requests": 10}}
+case("discovery", "disc-html-index", "html_index: records are selector matches, the link is href, the id the canonical URL, no revision hint.",
+     ["DISC-13", "DISC-14", "DISC-15", "DISC-16", "DISC-04", "FETCH-04"], recipe(**HTML_RECIPE),
+     [run([ex(f"{H}/index", '<html><body><script src="/app.js"></script><form action="/submit"><input name=q></form>'
+              '<a class="d" href="/p/a">A</a><a href="/p/x">not a record</a><a class="d" href="p/b">B</a></body></html>', ctype="text/html; charset=utf-8"),
+           page("a", "A1"), page("https://www.example.com/p/b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2),
+             relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a"), P(f"{H}/p/b", ["B1"], url=f"{H}/p/b")),
+             {f"{H}/p/a": fetched(), f"{H}/p/b": fetched()},
+             {"count": 3, "never": [f"{H}/p/x", f"{H}/app.js", f"{H}/submit"]}))])
+
+case("discovery", "disc-html-link-attribute", "html_index with link.attribute reads the address from that attribute.",
+     ["DISC-14"], recipe(**{**HTML_RECIPE, "collection.discovery.link": {"attribute": "data-href"}}),
+     [run([ex(f"{H}/index", '<div class="d" data-href="/p/a">A</div>', ctype="text/html"), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")),
+             {f"{H}/p/a": fetched()}, {"count": 2}))])
+
+SM = {"collection.discovery": {"kind": "sitemap", "url": f"{H}/sitemap.xml", "max_requests": 10}}
+URLSET = ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+          '<url><loc>https://www.example.com/p/a</loc><lastmod>2024-01-01</lastmod></url>'
+          '<url><loc>https://www.example.com/p/b?x=1&amp;y=2</loc></url></urlset>')
+case("discovery", "disc-sitemap-urlset", "sitemap: every <url><loc> is a page (predefined entity &amp; allowed), id the canonical URL.",
+     ["DISC-18", "DISC-19", "DISC-04", "D-35"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", URLSET, ctype="application/xml"), page("a", "A1"), page(f"{H}/p/b?x=1&y=2", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2),
+             relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a"), P(f"{H}/p/b?x=1&y=2", ["B1"], url=f"{H}/p/b?x=1&y=2")),
+             {f"{H}/p/a": fetched(), f"{H}/p/b?x=1&y=2": fetched()}, {"count": 3}))])
+
+case("discovery", "disc-sitemap-lastmod-revisit", "sitemap lastmod is the revision hint: a moved lastmod refetches the page under revision_hint.",
+     ["DISC-20", "MERGE-29", "D-33"], recipe(**SM, **{"collection.pages.revisit": {"kind": "revision_hint"}}),
+     [run([ex(f"{H}/sitemap.xml", URLSET, ctype="text/xml"), page("a", "A1"), page(f"{H}/p/b?x=1&y=2", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a"), P(f"{H}/p/b?x=1&y=2", ["B1"], url=f"{H}/p/b?x=1&y=2")), {f"{H}/p/a": fetched()}, {"count": 3})),
+      run([ex(f"{H}/sitemap.xml", URLSET.replace("2024-01-01", "2024-02-01"), ctype="text/xml"), page("a", "A1 new")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, changed=1),
+             relation(P(f"{H}/p/a", ["A1 new"], 2, url=f"{H}/p/a"), P(f"{H}/p/b?x=1&y=2", ["B1"], url=f"{H}/p/b?x=1&y=2")),
+             {f"{H}/p/a": fetched(2), f"{H}/p/b?x=1&y=2": fetched(1)},
+             {"order": [f"{H}/sitemap.xml", f"{H}/p/a"]}, corrections=[f"{H}/p/a"]))])
+
+INDEX = ('<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+         '<sitemap><loc>https://www.example.com/sm1.xml</loc></sitemap>'
+         '<sitemap><loc>https://www.example.com/sm2.xml</loc></sitemap></sitemapindex>')
+NESTED = ('<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+          '<sitemap><loc>https://www.example.com/deep.xml</loc></sitemap></sitemapindex>')
+case("discovery", "disc-sitemapindex-one-level", "A sitemapindex is followed exactly one level; an index inside a child is not expanded.",
+     ["DISC-22", "DISC-23", "DISC-02"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", INDEX, ctype="application/xml"),
+           ex(f"{H}/sm1.xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.com/p/a</loc></url></urlset>', ctype="application/xml"),
+           ex(f"{H}/sm2.xml", NESTED, ctype="application/xml"),
+           ex(f"{H}/deep.xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.com/p/deep</loc></url></urlset>', ctype="application/xml"),
+           page("a", "A1"), page("deep", "D1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=3), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")),
+             {f"{H}/p/a": fetched()}, {"count": 4, "never": [f"{H}/deep.xml", f"{H}/p/deep"]}, ledger_pages=[f"{H}/p/a"]))])
+
+case("discovery", "disc-sitemap-doctype-refused", "A sitemap carrying a DOCTYPE is not read: with nothing to continue from the run is refused.",
+     ["DISC-05", "REF-03"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", '<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY e "https://www.example.com/p/a">]>'
+              '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>&e;</loc></url></urlset>', ctype="application/xml"),
+           page("a", "A1")],
+          refused("COLLECTION_DISCOVERY_FAILED", {"never": [f"{H}/p/a"]}))])
+
+case("discovery", "disc-sitemap-entity-after-data", "A sitemap declaring an entity, after a good first run: discovery fails, rows stay.",
+     ["DISC-06", "REF-12", "COV-07"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", URLSET, ctype="application/xml"), page("a", "A1"), page(f"{H}/p/b?x=1&y=2", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a"), P(f"{H}/p/b?x=1&y=2", ["B1"], url=f"{H}/p/b?x=1&y=2")), {}, {"count": 3})),
+      run([ex(f"{H}/sitemap.xml", '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>&e;</loc></url></urlset>', ctype="application/xml")],
+          ok(cov(discovered=0, known=2, discovery_complete=False, discovery_failure=f"{H}/sitemap.xml", complete=False),
+             None, {f"{H}/p/a": fetched()}, {"count": 1}, relation_same_as_run=1))])
+
+case("discovery", "disc-explicit", "explicit members are used as given and no listing request is made.",
+     ["DISC-24", "DISC-26", "PROV-05"],
+     recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "first", "url": f"{H}/p/a"},
+                                                                       {"page_id": "second", "url": f"{H}/p/b"}]}}),
+     [run([page("a", "A1"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=0),
+             relation(P("first", ["A1"], url=f"{H}/p/a"), P("second", ["B1"], url=f"{H}/p/b")),
+             {"first": fetched(), "second": fetched()}, {"count": 2, "order": [f"{H}/p/a", f"{H}/p/b"]}))])
+
+case("discovery", "disc-listing-media-type-refused", "A json_api listing answering text/html is refused before its body is read; a first run has nothing to continue from.",
+     ["DISC-28", "DISC-31", "REF-03"], recipe(),
+     [run([listing(L, "a", ctype="text/html"), page("a", "A1")],
+          refused("COLLECTION_DISCOVERY_FAILED", {"never": [f"{H}/p/a"]}))])
+
+case("discovery", "disc-listing-media-type-after-data", "A refused listing media type after a good run: discovery_failure names it, every row stays.",
+     ["DISC-32", "REF-12", "COV-07", "COV-29", "MERGE-25", "MERGE-26"], recipe(),
+     [run([listing(L, "a", "b"), page("a", "A1", "A2"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run([listing(L, "a", "b", ctype="text/plain")],
+          ok(cov(discovered=0, known=2, discovery_complete=False, discovery_failure=L, complete=False),
+             None, {"a": fetched(), "b": fetched()}, {"count": 1}, relation_same_as_run=1))])
+
+PP = {"collection.discovery.pagination": {"kind": "page_parameter", "parameter": "page"}}
+case("discovery", "disc-json-media-types", "json_api accepts application/json, application/ld+json, application/vnd.api+json and text/json (parameters ignored).",
+     ["DISC-28", "D-37"], recipe(**PP),
+     [run([listing(f"{L}?page=1", "a", ctype="application/ld+json"), listing(f"{L}?page=2", "b", ctype="application/vnd.api+json; charset=utf-8"),
+           listing(f"{L}?page=3", "c", ctype="text/json"), ex(f"{L}?page=4", [], ctype="Application/JSON"),
+           page("a", "A1"), page("b", "B1"), page("c", "C1")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3, discovery_requests=4),
+             relation(P("a", ["A1"]), P("b", ["B1"]), P("c", ["C1"])), {}, {"count": 7}))])
+
+case("discovery", "disc-sitemap-text-xml", "A sitemap listing answered as text/xml is accepted.", ["DISC-29"],
+     recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", URLSET, ctype="text/xml; charset=utf-8"), page("a", "A1"), page(f"{H}/p/b?x=1&y=2", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), None, {}, {"count": 3}, relation=relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a"), P(f"{H}/p/b?x=1&y=2", ["B1"], url=f"{H}/p/b?x=1&y=2"))))])
+
+case("discovery", "disc-sitemap-json-refused", "A sitemap listing answered as application/json is refused.", ["DISC-29", "DISC-31"],
+     recipe(**SM), [run([ex(f"{H}/sitemap.xml", URLSET, ctype="application/json")], refused("COLLECTION_DISCOVERY_FAILED"))])
+
+case("discovery", "disc-html-xhtml", "An html_index listing answered as application/xhtml+xml is accepted; text/plain is not.",
+     ["DISC-30", "DISC-31", "REF-12"], recipe(**HTML_RECIPE),
+     [run([ex(f"{H}/index", '<html xmlns="http://www.w3.org/1999/xhtml"><body><a class="d" href="/p/a">A</a></body></html>', ctype="application/xhtml+xml"), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")), {}, {"count": 2})),
+      run([ex(f"{H}/index", '<a class="d" href="/p/a">A</a>', ctype="text/plain")],
+          ok(cov(discovered=0, known=1, discovery_complete=False, discovery_failure=f"{H}/index", complete=False),
+             None, {f"{H}/p/a": fetched()}, {"count": 1}, relation_same_as_run=1))])
+
+case("discovery", "disc-no-detail-links", "Links inside detail pages are never followed.", ["DISC-03", "DISC-02", "FETCH-03"],
+     recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", json.dumps({"rows": [{"title": "A1", "link": "/p/z"}], "next": "/p/y"}, separators=(",", ":")))],
+          ok(cov(discovered=1, known=1, fetched_this_run=1),
+             relation(P("a", ["A1"], body=json.dumps({"rows": [{"title": "A1", "link": "/p/z"}], "next": "/p/y"}, separators=(",", ":")))),
+             {"a": fetched()}, {"count": 2, "never": [f"{H}/p/z", f"{H}/p/y"]}))])
+
+case("discovery", "disc-record-without-link", "A record with no usable link is dropped and counted nowhere.", ["D-27"], recipe(),
+     [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "n"}, {"id": "m", "link": None}]), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A1"])), {"a": fetched()}, {"count": 2}, ledger_pages=["a"]))])
+
+# --- pagination --------------------------------------------------------------------------
+case("pagination", "pag-page-parameter", "page_parameter counts up from first and stops at the first empty page.",
+     ["PAG-03", "PAG-04", "PAG-05", "PAG-16", "D-03", "D-04", "D-23"],
+     recipe(**{"collection.discovery.pagination": {"kind": "page_parameter", "parameter": "page", "first": 2}}),
+     [run([listing(f"{L}?page=2", "a", "b"), listing(f"{L}?page=3", "c"), ex(f"{L}?page=4", []), listing(f"{L}?page=5", "z"),
+           page("a", "A1"), page("b", "B1"), page("c", "C1")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3, discovery_requests=3),
+             relation(P("a", ["A1"]), P("b", ["B1"]), P("c", ["C1"])), {},
+             {"order": [f"{L}?page=2", f"{L}?page=3", f"{L}?page=4", f"{H}/p/a", f"{H}/p/b", f"{H}/p/c"],
+              "never": [f"{L}?page=1", f"{L}?page=5", L]}))])
+
+case("pagination", "pag-page-parameter-query", "page_parameter appends its parameter after an existing query, keeping its order (the example's ?per_page=100).",
+     ["PAG-04", "PAG-18", "URL-08", "D-23"],
+     recipe(**{"collection.discovery.url": f"{L}?per_page=2&sort=asc", **PP}),
+     [run([listing(f"{L}?per_page=2&sort=asc&page=1", "a", "b"), ex(f"{L}?per_page=2&sort=asc&page=2", []), page("a", "A1"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2),
+             relation(P("a", ["A1"]), P("b", ["B1"])), {}, {"order": [f"{L}?per_page=2&sort=asc&page=1", f"{L}?per_page=2&sort=asc&page=2", f"{H}/p/a", f"{H}/p/b"]}))])
+
+case("pagination", "pag-page-parameter-default-first", "page_parameter without first starts at 1.", ["PAG-03"], recipe(**PP),
+     [run([listing(f"{L}?page=1", "a"), ex(f"{L}?page=2", []), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A1"])), {},
+             {"order": [f"{L}?page=1", f"{L}?page=2", f"{H}/p/a"], "never": [f"{L}?page=0"]}))])
+
+case("pagination", "pag-short-page-continues", "A short but non-empty page does not stop page_parameter.", ["D-03", "PAG-05"], recipe(**PP),
+     [run([listing(f"{L}?page=1", "a", "b", "c"), listing(f"{L}?page=2", "d"), listing(f"{L}?page=3", "e"), ex(f"{L}?page=4", []),
+           page("a", "A"), page("b", "B"), page("c", "C"), page("d", "D"), page("e", "E")],
+          ok(cov(discovered=5, known=5, fetched_this_run=5, discovery_requests=4), None, {"e": fetched()}, {"count": 9},
+             relation=relation(*(P(x, [x.upper()]) for x in "abcde"))))])
+
+case("pagination", "pag-offset-parameter", "offset_parameter starts at first and advances by step.", ["PAG-06", "PAG-07", "PAG-08"],
+     recipe(**{"collection.discovery.pagination": {"kind": "offset_parameter", "parameter": "offset", "first": 10, "step": 2}}),
+     [run([listing(f"{L}?offset=10", "a", "b"), listing(f"{L}?offset=12", "c"), ex(f"{L}?offset=14", []), page("a", "A"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3, discovery_requests=3), relation(P("a", ["A"]), P("b", ["B"]), P("c", ["C"])), {},
+             {"order": [f"{L}?offset=10", f"{L}?offset=12", f"{L}?offset=14", f"{H}/p/a", f"{H}/p/b", f"{H}/p/c"]}))])
+
+case("pagination", "pag-offset-defaults", "offset_parameter defaults: first 0, step 1.", ["PAG-06", "PAG-07"],
+     recipe(**{"collection.discovery.pagination": {"kind": "offset_parameter", "parameter": "o"}}),
+     [run([listing(f"{L}?o=0", "a"), listing(f"{L}?o=1", "b"), ex(f"{L}?o=2", []), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=3), relation(P("a", ["A"]), P("b", ["B"])), {},
+             {"order": [f"{L}?o=0", f"{L}?o=1", f"{L}?o=2", f"{H}/p/a", f"{H}/p/b"]}))])
+
+LH = {"collection.discovery.pagination": {"kind": "link_header"}}
+case("pagination", "pag-link-header", "link_header follows Link rel=next (resolved) and stops when there is none.", ["PAG-09", "PAG-10", "D-24"],
+     recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '</list2?p=x>; rel="next", </list>; rel="first"')]), listing(f"{H}/list2?p=x", "b"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), relation(P("a", ["A"]), P("b", ["B"])), {},
+             {"order": [L, f"{H}/list2?p=x", f"{H}/p/a", f"{H}/p/b"]}))])
+
+case("pagination", "pag-link-header-repeated", "link_header stops on a repeated address; discovery is still complete.", ["PAG-10", "D-22", "URL-19"],
+     recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '<https://WWW.example.com/list2>; rel="next"')]),
+           listing(f"{H}/list2", "b", headers=[("Link", '<https://www.example.com:443/list#x>; rel="next"')]), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), relation(P("a", ["A"]), P("b", ["B"])), {},
+             {"count": 4, "max_per_url": 1}))])
+
+case("pagination", "pag-link-header-empty", "link_header stops on an empty page even when it names a next page.", ["PAG-10"], recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '</list2>; rel="next"')]), ex(f"{H}/list2", [], headers=[("Link", '</list3>; rel="next"')]),
+           listing(f"{H}/list3", "z"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A"])), {}, {"never": [f"{H}/list3"], "count": 3}))])
+
+CUR = {"collection.discovery.records.pointer": "/items",
+       "collection.discovery.pagination": {"kind": "cursor", "parameter": "cursor", "pointer": "/next"}}
+case("pagination", "pag-cursor", "cursor: the first request is the bare address, the token comes from the body at pointer, an absent token stops.",
+     ["PAG-11", "PAG-12", "D-23"], recipe(**CUR),
+     [run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": "t 1/2"}), ex(f"{L}?cursor=t%201%2F2", {"items": [{"id": "b", "link": "/p/b"}], "next": 7}),
+           ex(f"{L}?cursor=7", {"items": [{"id": "c", "link": "/p/c"}]}), page("a", "A"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3, discovery_requests=3), relation(P("a", ["A"]), P("b", ["B"]), P("c", ["C"])), {},
+             {"order": [L, f"{L}?cursor=t%201%2F2", f"{L}?cursor=7", f"{H}/p/a", f"{H}/p/b", f"{H}/p/c"]}))])
+
+case("pagination", "pag-cursor-repeated-token", "cursor stops when a token repeats; discovery is complete.", ["PAG-12", "D-22"], recipe(**CUR),
+     [run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": "t1"}), ex(f"{L}?cursor=t1", {"items": [{"id": "b", "link": "/p/b"}], "next": "t1"}),
+           page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), relation(P("a", ["A"]), P("b", ["B"])), {}, {"count": 4, "max_per_url": 1}))])
+
+case("pagination", "pag-cursor-empty-page", "cursor stops on an empty page even with a token; a null token counts as absent.", ["PAG-12", "D-23"], recipe(**CUR),
+     [run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": "t1"}), ex(f"{L}?cursor=t1", {"items": [], "next": "t2"}),
+           ex(f"{L}?cursor=t2", {"items": [{"id": "z", "link": "/p/z"}], "next": None}), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A"])), {}, {"never": [f"{L}?cursor=t2"]}))])
+
+NS = {"collection.discovery": {"kind": "html_index", "url": f"{H}/index", "records": {"selector": "a.d"},
+                               "pagination": {"kind": "next_selector", "selector": "a.next"}, "max_requests": 10}}
+case("pagination", "pag-next-selector", "next_selector follows the href of the first match and stops when nothing matches.", ["PAG-13", "PAG-14"],
+     recipe(**NS),
+     [run([ex(f"{H}/index", '<a class="d" href="/p/a">A</a><a class="next" href="/index?n=2">next</a><a class="next" href="/index?n=9">other</a>', ctype="text/html"),
+           ex(f"{H}/index?n=2", '<a class="d" href="/p/b">B</a>', ctype="text/html"), ex(f"{H}/index?n=9", '<a class="d" href="/p/z">Z</a>', ctype="text/html"),
+           page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2),
+             relation(P(f"{H}/p/a", ["A"], url=f"{H}/p/a"), P(f"{H}/p/b", ["B"], url=f"{H}/p/b")), {},
+             {"order": [f"{H}/index", f"{H}/index?n=2", f"{H}/p/a", f"{H}/p/b"], "never": [f"{H}/index?n=9"]}))])
+
+case("pagination", "pag-next-selector-repeated", "next_selector stops on a repeated address.", ["PAG-14"], recipe(**NS),
+     [run([ex(f"{H}/index", '<a class="d" href="/p/a">A</a><a class="next" href="/index?n=2">next</a>', ctype="text/html"),
+           ex(f"{H}/index?n=2", '<a class="d" href="/p/b">B</a><a class="next" href="/index">first</a>', ctype="text/html"),
+           page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), None, {}, {"count": 4, "max_per_url": 1},
+             relation=relation(P(f"{H}/p/a", ["A"], url=f"{H}/p/a"), P(f"{H}/p/b", ["B"], url=f"{H}/p/b"))))])
+
+case("pagination", "pag-ceiling", "Discovery never issues more than discovery.max_requests listing requests; stopping at the ceiling leaves discovery incomplete without a failure.",
+     ["PAG-17", "PAG-05", "COV-05", "COV-06", "MERGE-03", "D-21", "D-22"],
+     recipe(**PP, **{"collection.discovery.max_requests": 2}),
+     [run([listing(f"{L}?page=1", "a"), listing(f"{L}?page=2", "b"), listing(f"{L}?page=3", "c"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2, discovery_complete=False, complete=False),
+             relation(P("a", ["A"]), P("b", ["B"])), {}, {"count": 4, "never": [f"{L}?page=3"]}))])
+
+case("pagination", "pag-none-one-request", "Pagination none issues exactly one listing request even when the body names more.", ["PAG-02", "DISC-02", "REG-19"],
+     recipe(),
+     [run([listing(L, "a", headers=[("Link", '</list2>; rel="next"')]), listing(f"{H}/list2", "b"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {}, {"count": 2, "never": [f"{H}/list2"]}))])
+
+case("pagination", "pag-empty-first-page", "An empty first page is a natural stop: zero discovered, discovery complete, run complete.", ["PAG-05", "COV-06", "COV-29"],
+     recipe(**PP),
+     [run([ex(f"{L}?page=1", [])], ok(cov(), relation(), {}, {"count": 1}, ledger_pages=[]))])
+
+# --- urls ---------------------------------------------------------------------------------
+NOID = {"collection.discovery.identity": DELETE}
+case("urls", "url-canonical-form", "Links are resolved against the listing and canonicalised: scheme and host lowercased, fragment and :443 dropped, dot segments removed; path case, trailing slash and query order kept.",
+     ["URL-01", "URL-02", "URL-03", "URL-04", "URL-05", "URL-06", "URL-07", "URL-08", "URL-19", "PROV-06", "D-54"],
+     recipe(**NOID, **{"collection.discovery.url": f"{H}/dir/list"}),
+     [run([ex(f"{H}/dir/list", [{"link": "HTTPS://WWW.Example.COM:443/Case/Path/#frag"}, {"link": "q?b=2&a=1"}, {"link": "../up/./x"},
+                                {"link": "/Case/Path"}]),
+           page(f"{H}/Case/Path/", "T"), page(f"{H}/dir/q?b=2&a=1", "Q"), page(f"{H}/up/x", "U"), page(f"{H}/Case/Path", "N")],
+          ok(cov(discovered=4, known=4, fetched_this_run=4),
+             relation(P(f"{H}/Case/Path/", ["T"], url=f"{H}/Case/Path/"), P(f"{H}/dir/q?b=2&a=1", ["Q"], url=f"{H}/dir/q?b=2&a=1"),
+                      P(f"{H}/up/x", ["U"], url=f"{H}/up/x"), P(f"{H}/Case/Path", ["N"], url=f"{H}/Case/Path")),
+             {}, {"count": 5, "never": [f"{H}/dir/q?a=1&b=2", f"{H}/case/path/"]},
+             ledger_pages=[f"{H}/Case/Path/", f"{H}/dir/q?b=2&a=1", f"{H}/up/x", f"{H}/Case/Path"]))])
+
+OFF = ["http://www.example.com/p/h", "https://other.example.org/p/o", "https://www.example.com:8443/p/port", "https://user:pw@www.example.com/p/u"]
+case("urls", "url-skipped-origin", "Links that are not https, off the allowlist, on another port or with userinfo are skipped_origin and never fetched.",
+     ["URL-09", "URL-10", "URL-11", "URL-12", "URL-17", "URL-18", "MERGE-31", "COV-15", "D-45"], recipe(),
+     [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "h", "link": OFF[0]}, {"id": "o", "link": OFF[1]}, {"id": "port", "link": OFF[2]},
+                  {"id": "u", "link": OFF[3]}]), page("a", "A")],
+          ok(cov(discovered=5, known=5, fetched_this_run=1, skipped=4), relation(P("a", ["A"])),
+             {"a": fetched(), "h": skipped(), "o": skipped(), "port": skipped(), "u": skipped()},
+             {"count": 2, "never": OFF + ["https://www.example.com/p/u", "https://www.example.com/p/h", "https://www.example.com/p/port"]})),
+      run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "h", "link": OFF[0]}, {"id": "o", "link": OFF[1]}])],
+          ok(cov(discovered=2, known=5, skipped=4), None, {"o": skipped(), "u": skipped()}, {"count": 1, "never": OFF}, relation_same_as_run=1))])
+
+RH = {"collection.discovery.revision": {"pointer": "/modified"}, "collection.pages.revisit": {"kind": "revision_hint"}}
+case("urls", "url-redirect-off-allowlist", "A page whose redirect leaves the allowlist is skipped_origin with where it landed, its body is not read and its previous rows stay.",
+     ["URL-13", "URL-14", "URL-15", "URL-16", "FETCH-06", "D-26"], recipe(**RH),
+     [run([listing(L, ("a", "/p/a", {"modified": "1"}), ("b", "/p/b", {"modified": "1"})), page("a", "A1"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A1"]), P("b", ["B1"])), {}, {"count": 3})),
+      run([listing(L, ("a", "/p/a", {"modified": "2"}), ("b", "/p/b", {"modified": "1"})),
+           ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", "https://other.example.org/moved/a")]),
+           page("https://other.example.org/moved/a", "EVIL")],
+          ok(cov(discovered=2, known=2, skipped=1), relation(P("a", ["A1"]), P("b", ["B1"])),
+             {"a": skipped("https://other.example.org/moved/a"), "b": fetched()},
+             {"order": [L, f"{H}/p/a"], "never": ["https://other.example.org/moved/a"]}, relation_same_as_run=1)),
+      run([listing(L, ("a", "/p/a", {"modified": "3"}), ("b", "/p/b", {"modified": "1"}))],
+          ok(cov(discovered=2, known=2, skipped=1), None, {"a": skipped("https://other.example.org/moved/a")},
+             {"count": 1, "order": [L]}, relation_same_as_run=1))])
+
+case("urls", "url-redirect-http", "A redirect to a plain-http address is handled like skipped_origin.", ["URL-13", "URL-15"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=301, ctype=None, headers=[("Location", "http://www.example.com/p/a")])],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped("http://www.example.com/p/a")}, {"count": 2}))])
+
+case("urls", "url-redirect-within", "A redirect inside the allowlist is followed; page_url stays the discovered address and the hop costs a request.",
+     ["FETCH-06", "FETCH-08", "D-25"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=301, ctype=None, headers=[("Location", "/p/a/")]), page(f"{H}/p/a/", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"], body=page_body("A"))), {"a": fetched()},
+             {"order": [L, f"{H}/p/a", f"{H}/p/a/"]}))])
+
+# --- fetch --------------------------------------------------------------------------------
+case("fetch", "fetch-budget-exact-sum-redirect", "limits.max_requests equal to the registration sum runs out when a page redirects: budget_exhausted max_requests, the run still succeeds.",
+     ["FETCH-05", "FETCH-06", "FETCH-09", "FETCH-10", "COV-01", "COV-02", "REF-14", "REG-34", "OPS-09", "D-05"],
+     recipe(**{"collection.discovery.max_requests": 1, "collection.pages.max_fetches_per_run": 2, "limits.max_requests": 3}),
+     [run([listing(L, "a", "b"), ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", "/p/a2")]), page(f"{H}/p/a2", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending=1, budget_exhausted="max_requests", complete=False),
+             relation(P("a", ["A"])), {"a": fetched(), "b": pending()}, {"count": 3, "never": [f"{H}/p/b"]}))])
+
+case("fetch", "fetch-retry-then-ok", "A 503 is retried (each retry is a request) and the page is fetched once.",
+     ["FETCH-07", "FETCH-21", "FETCH-08", "D-08", "D-47"], recipe(**{"collection.pages.retries": 1}),
+     [run([listing(L, "a"), seq(f"{H}/p/a", ex("x", "", status=503, headers=[("Retry-After", "1")]), page("a", "A"))],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
+             {"order": [L, f"{H}/p/a", f"{H}/p/a"]}))])
+
+case("fetch", "fetch-retries-exhausted", "A page failing with 500 is retried at most pages.retries times, then failed with a code; the run succeeds.",
+     ["FETCH-21", "MERGE-20", "MERGE-23", "REF-13", "COV-13", "D-53"], recipe(**{"collection.pages.retries": 2}),
+     [run([listing(L, "a", "b"), ex(f"{H}/p/a", "boom", status=500, ctype="text/plain"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed_this_run=1, failed=1, complete=False),
+             relation(P("b", ["B"])), {"a": failed("http_status_500"), "b": fetched()},
+             {"count": 5, "order": [L, f"{H}/p/a", f"{H}/p/a", f"{H}/p/a", f"{H}/p/b"]}))])
+
+case("fetch", "fetch-404-not-retried", "A 404 is not retried; the page is failed and counted as failed.", ["D-08", "D-53", "D-62", "MERGE-23"],
+     recipe(**{"collection.pages.retries": 3}),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "gone", status=404, ctype="text/plain")],
+          ok(cov(discovered=1, known=1, failed_this_run=1, failed=1, complete=False), relation(), {"a": failed("http_status_404")},
+             {"count": 2, "max_per_url": 1}))])
+
+case("fetch", "fetch-max-fetches-per-run", "max_fetches_per_run caps fetches; the rest stay pending and the budget is named.",
+     ["FETCH-12", "COV-01", "COV-02", "COV-14", "MERGE-07", "OPS-09", "REF-14"], recipe(**{"collection.pages.max_fetches_per_run": 2}),
+     [run([listing(L, "a", "b", "c"), page("a", "A"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=2, pending=1, budget_exhausted="max_fetches_per_run", complete=False),
+             relation(P("a", ["A"]), P("b", ["B"])), {"c": pending()}, {"count": 3, "never": [f"{H}/p/c"]})),
+      run([listing(L, "a", "b", "c"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=1), relation(P("a", ["A"]), P("b", ["B"]), P("c", ["C"])), {"c": fetched()},
+             {"order": [L, f"{H}/p/c"]}))])
+
+case("fetch", "fetch-failures-do-not-use-fetch-budget", "Failed fetches do not use up max_fetches_per_run (the example's arithmetic).",
+     ["D-15", "COV-13"], recipe(**{"collection.pages.max_fetches_per_run": 2}),
+     [run([listing(L, "a", "b", "c"), ex(f"{H}/p/a", "", status=404, ctype="text/plain"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=2, failed_this_run=1, failed=1, complete=False),
+             relation(P("b", ["B"]), P("c", ["C"])), {"a": failed("http_status_404")}, {"count": 4}))])
+
+case("fetch", "fetch-max-pages", "pages.max_pages caps the pages the ledger holds and names max_pages.", ["FETCH-13", "D-18", "COV-02"],
+     recipe(**{"collection.pages.max_pages": 2}),
+     [run([listing(L, "a", "b", "c"), page("a", "A"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered={"between": [2, 3]}, known=2, fetched_this_run=2, budget_exhausted="max_pages", complete=False,
+                 discovery_complete={"between": [0, 1]} and False),
+             relation(P("a", ["A"]), P("b", ["B"])), {}, {"never": [f"{H}/p/c"]}, ledger_pages=["a", "b"]))])
+
+case("fetch", "fetch-max-source-bytes", "limits.max_source_bytes caps the bytes fetched and names max_source_bytes.", ["FETCH-14", "D-20", "COV-02"],
+     recipe(**{"limits.max_source_bytes": 200}),
+     [run([listing(L, "a", "b"), page("a", "A" * 60), page("b", "B" * 100)],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending={"between": [0, 1]}, failed={"between": [0, 1]},
+                 failed_this_run={"between": [0, 1]}, budget_exhausted="max_source_bytes", complete=False),
+             relation(P("a", ["A" * 60])), {"a": fetched()}, {}))])
+
+case("fetch", "fetch-deadline", "A run stopped by its deadline reports budget_exhausted deadline and keeps what it fetched.",
+     ["FETCH-15", "D-19", "D-60", "COV-02"], recipe(),
+     [run([listing(L, "a", "b", "c"), page("a", "A", delay_seconds=20), page("b", "B", delay_seconds=20), page("c", "C", delay_seconds=20)],
+          ok(cov(discovered=3, known=3, fetched_this_run=1, pending={"between": [1, 2]}, failed={"between": [0, 1]}, failed_this_run={"between": [0, 1]}, budget_exhausted="deadline",
+                 complete=False), relation(P("a", ["A"])), {"a": fetched(), "c": pending()}, {"never": [f"{H}/p/c"]}), deadline_seconds=30)],
+     modes=["inline"], requires=["deadline"])
+
+ROBOTS_BOT = "User-agent: ConformanceBot\nDisallow: /p/b\n\nUser-agent: *\nDisallow: /\n"
+case("fetch", "fetch-robots-own-token", "robots.txt is fetched once per origin before anything else; a disallow for the fetcher's own token fails the page without a request.",
+     ["FETCH-22", "FETCH-23", "D-48", "D-57", "D-58", "D-06", "OPS-12"], recipe(),
+     [run([ex(f"{H}/robots.txt", ROBOTS_BOT, ctype="text/plain"), listing(L, "a", "b"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed_this_run=1, failed=1, complete=False), relation(P("a", ["A"])),
+             {"a": fetched(), "b": failed("robots_disallowed")},
+             {"count": 2, "never": [f"{H}/p/b"], "robots": {H: 1}}, wire={"robots_first": True}))])
+
+case("fetch", "fetch-robots-star", "A * group applies when no group names the fetcher's token.", ["FETCH-22", "D-57"], recipe(),
+     [run([ex(f"{H}/robots.txt", "User-agent: OtherBot\nDisallow: /\n\nUser-agent: *\nDisallow: /p/a\n", ctype="text/plain"),
+           listing(L, "a", "b"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed_this_run=1, failed=1, complete=False), relation(P("b", ["B"])),
+             {"a": failed("robots_disallowed")}, {"count": 2, "never": [f"{H}/p/a"]}))])
+
+case("fetch", "fetch-robots-listing-disallowed", "A disallowed listing is not requested; with nothing to continue from the run is refused.",
+     ["FETCH-22", "D-48", "REF-03"], recipe(),
+     [run([ex(f"{H}/robots.txt", "User-agent: *\nDisallow: /list\n", ctype="text/plain"), listing(L, "a"), page("a", "A")],
+          refused("COLLECTION_DISCOVERY_FAILED", {"count": 0, "never": [L, f"{H}/p/a"]}))])
+
+case("fetch", "fetch-robots-5xx", "A robots.txt answering 5xx disallows everything for the run.", ["D-58", "FETCH-22"], recipe(),
+     [run([ex(f"{H}/robots.txt", "", status=503, ctype="text/plain"), listing(L, "a"), page("a", "A")],
+          refused("COLLECTION_DISCOVERY_FAILED", {"count": 0, "never": [L]}))])
+
+case("fetch", "fetch-robots-4xx", "A robots.txt answering 404 allows everything.", ["D-58"], recipe(),
+     [run([ex(f"{H}/robots.txt", "", status=404, ctype="text/plain"), listing(L, "a"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 2, "robots": {H: 1}}))])
+
+case("fetch", "fetch-timeout", "A page that never answers is abandoned after request_timeout_seconds and failed.", ["FETCH-20", "D-11", "REF-13"],
+     recipe(**{"collection.pages.request_timeout_seconds": 5}),
+     [run([listing(L, "a", "b"), page("a", "A", hang=True), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed_this_run=1, failed=1, complete=False), relation(P("b", ["B"])),
+             {"a": failed("timeout"), "b": fetched()}, {"count": 3}))])
+
+case("fetch", "fetch-page-media-type", "A detail page outside the pinned family's media types is failed (media_type_refused).", ["READ-06", "D-37"],
+     recipe(),
+     [run([listing(L, "a", "b"), page("a", "A", ctype="text/html"), page("b", "B", ctype=None)],
+          ok(cov(discovered=2, known=2, failed_this_run=2, failed=2, complete=False), relation(),
+             {"a": failed("media_type_refused"), "b": failed("media_type_refused")}, {"count": 3}))])
+
+case("fetch", "fetch-decode-error", "A page whose decode raises is failed with a code; other pages carry on.", ["READ-10", "MERGE-21", "REF-13"],
+     recipe(),
+     [run([listing(L, "a", "b"), ex(f"{H}/p/a", "{not json"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed_this_run=1, failed=1, complete=False), relation(P("b", ["B"])),
+             {"a": failed("decode_error"), "b": fetched()}, {"count": 3}))])
+
+case("fetch", "fetch-wire-politeness", "Over TLS: at least min_interval_seconds between requests to one host, at most two connections per origin, robots.txt first, credential-free GETs with the User-Agent.",
+     ["FETCH-01", "FETCH-02", "FETCH-18", "FETCH-19", "FETCH-24", "OPS-12", "D-09", "D-10"],
+     recipe(**{"collection.pages.concurrency": 10, "collection.pages.min_interval_seconds": 2}),
+     [run([listing(L, "a", "b", "c", "d"), page("a", "A"), page("b", "B"), page("c", "C"), page("d", "D")],
+          ok(cov(discovered=4, known=4, fetched_this_run=4), relation(*(P(x, [x.upper()]) for x in "abcd")), {}, {"count": 5},
+             wire={"min_gap_seconds": 2.0, "max_connections_per_origin": 2, "robots_first": True, "no_credentials": True}))],
+     modes=["loopback"])
+
+case("fetch", "fetch-two-hosts", "Pages on two allowed origins are fetched; each origin's robots.txt is read once.", ["URL-17", "D-10", "D-58"],
+     recipe(**{"collection.pages.allowed_origins": [H, "https://cdn.example.com"], "collection.pages.concurrency": 4}),
+     [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "c", "link": "https://cdn.example.com/p/c"}]), page("a", "A"), page("https://cdn.example.com/p/c", "C")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A"]), P("c", ["C"], url="https://cdn.example.com/p/c")), {},
+             {"count": 3, "robots": {H: 1, "https://cdn.example.com": 1}}, wire={"min_gap_seconds": 1.0, "robots_first": True}))])
+
+# --- merge --------------------------------------------------------------------------------
+EX2 = [listing(L, "a", "b"), page("a", "A1", "A2"), page("b", "B1")]
+case("merge", "merge-refresh-never-refetches", "revisit never: a refresh refetches nothing already fetched and writes the predecessor's bytes.",
+     ["MERGE-01", "MERGE-15", "MERGE-28", "MERGE-05", "COV-09"], recipe(),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run([listing(L, "a", "b"), page("a", "CHANGED"), page("b", "CHANGED")],
+          ok(cov(discovered=2, known=2), None, {"a": fetched(), "b": fetched()}, {"count": 1, "order": [L]}, relation_same_as_run=1))])
+
+IV = {"collection.pages.revisit": {"kind": "interval", "seconds": 3600}}
+case("merge", "merge-idle-refresh-unchanged", "Refetched pages with the ledger's digest are unchanged and keep their rows verbatim, provenance included.",
+     ["MERGE-13", "MERGE-14", "MERGE-15", "MERGE-30", "COV-11", "D-31", "D-32"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2, unchanged=2), None, {"a": fetched(1), "b": fetched(1)},
+                  {"count": 3}, relation_same_as_run=1, corrections=[]), clock_advance_seconds=3600),
+      run(EX2, ok(cov(discovered=2, known=2), None, {}, {"count": 1}, relation_same_as_run=1), clock_advance_seconds=1800)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-changed-page", "A changed digest replaces exactly that page's rows, raises its revision and is a correction.",
+     ["MERGE-16", "MERGE-17", "MERGE-18", "MERGE-19", "MERGE-27", "MERGE-29", "MERGE-06", "PROV-11", "PROV-08", "COV-11", "DISC-11", "D-33"],
+     recipe(**RH),
+     [run([listing(L, ("a", "/p/a", {"modified": "m1"}), ("b", "/p/b", {"modified": "m1"})), page("a", "A1", "A2", "A3"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A1", "A2", "A3"]), P("b", ["B1"])), {}, {"count": 3})),
+      run([listing(L, ("a", "/p/a", {"modified": "m2"}), ("b", "/p/b", {"modified": "m1"})), page("a", "A1 new"), page("b", "B changed")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, changed=1), relation(P("a", ["A1 new"], 2), P("b", ["B1"])),
+             {"a": fetched(2), "b": fetched(1)}, {"order": [L, f"{H}/p/a"]}, corrections=["a"])),
+      run([listing(L, ("a", "/p/a", {"modified": "m3"}), ("b", "/p/b", {"modified": "m1"})), page("a", "A1 new")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged=1), None, {"a": fetched(2)}, {"order": [L, f"{H}/p/a"]},
+             relation_same_as_run=2, corrections=[]))])
+
+case("merge", "merge-revision-hint-unmoved", "Under revision_hint a page whose hint did not move is not refetched; a page without a hint never is.",
+     ["MERGE-29", "D-33"], recipe(**RH),
+     [run([listing(L, ("a", "/p/a", {"modified": "m1"}), "b"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A"]), P("b", ["B"])), {}, {"count": 3})),
+      run([listing(L, ("a", "/p/a", {"modified": "m1"}), "b")],
+          ok(cov(discovered=2, known=2), None, {}, {"count": 1}, relation_same_as_run=1))])
+
+case("merge", "merge-absence-never-deletes", "A page discovery no longer lists keeps its rows and its ledger row.",
+     ["MERGE-25", "MERGE-26", "D-34"], recipe(),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run([listing(L, "a")], ok(cov(discovered=1, known=2), None, {"b": fetched()}, {"count": 1}, relation_same_as_run=1, ledger_pages=["a", "b"]))])
+
+case("merge", "merge-failed-keeps-rows", "A refetch that fails keeps the page's previous rows; a 404 never deletes.",
+     ["MERGE-24", "MERGE-20", "D-53", "COV-13"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run([listing(L, "a", "b"), ex(f"{H}/p/a", "", status=404, ctype="text/plain"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged=1, failed_this_run=1, failed=1, complete=False), None,
+             {"a": failed("http_status_404", 1), "b": fetched(1)}, {"count": 3}, relation_same_as_run=1), clock_advance_seconds=3600)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-work-order", "Step 2 takes pending pages in discovery order, then failed pages oldest failure first, then revisits.",
+     ["MERGE-08", "MERGE-09", "MERGE-10", "MERGE-30", "D-51"], recipe(**IV),
+     [run([listing(L, "b", "a", "c"), ex(f"{H}/p/b", "", status=404, ctype="text/plain"), ex(f"{H}/p/a", "", status=404, ctype="text/plain"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=1, failed_this_run=2, failed=2, complete=False), relation(P("c", ["C"])), {},
+             {"order": [L, f"{H}/p/b", f"{H}/p/a", f"{H}/p/c"]})),
+      run([listing(L, "e", "a", "b", "c", "d"), page("a", "A"), page("b", "B"), page("c", "C"), page("d", "D"), page("e", "E")],
+          ok(cov(discovered=5, known=5, fetched_this_run=5, unchanged=1), None, {}, 
+             {"order": [L, f"{H}/p/e", f"{H}/p/d", f"{H}/p/b", f"{H}/p/a", f"{H}/p/c"]},
+             relation=relation(*(P(x, [x.upper()]) for x in "abcde"))), clock_advance_seconds=3600)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-pending-before-new", "Pages left pending by an earlier run come before pages discovered later (by original discovery order).",
+     ["MERGE-08", "D-51"], recipe(**{"collection.pages.max_fetches_per_run": 1}),
+     [run([listing(L, "a", "b"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending=1, budget_exhausted="max_fetches_per_run", complete=False),
+             relation(P("a", ["A"])), {"b": pending()}, {"order": [L, f"{H}/p/a"]})),
+      run([listing(L, "c", "b", "a"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=1, pending=1, budget_exhausted="max_fetches_per_run", complete=False),
+             relation(P("a", ["A"]), P("b", ["B"])), {"c": pending()}, {"order": [L, f"{H}/p/b"]}))])
+
+case("merge", "merge-zero-rows", "A page decoding to zero rows is fetched and adds no rows.", ["D-50"], recipe(),
+     [run([listing(L, "a", "b"), page("a"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("b", ["B"])), {"a": fetched()}, {"count": 3}))])
+
+ELEVEN = [f"r{i}" for i in range(1, 12)]
+case("merge", "merge-sort-order", "The relation sorts by page_id (bytewise) then numeric page_ordinal, whatever the fetch order; quoting only where needed.",
+     ["PROV-14", "PROV-15", "PROV-12", "PROV-13", "D-29", "D-02"], recipe(),
+     [run([listing(L, "b", "B", "a"), page("b", *ELEVEN), page("B", 'say "hi", twice'), page("a", "line\nbreak")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3),
+             relation(P("B", ['say "hi", twice']), P("a", ["line\nbreak"]), P("b", ELEVEN)), {}, {"count": 4}))])
+
+case("merge", "merge-resync", "A resync starts from an empty ledger, rediscovers from the beginning and drops pages it no longer lists.",
+     ["OPS-05", "OPS-06", "MERGE-02", "D-44", "D-61"], recipe(**PP),
+     [run([listing(f"{L}?page=1", "a", "b"), ex(f"{L}?page=2", []), page("a", "A1", "A2"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), BASIC_RELATION, {}, {"count": 4})),
+      run([listing(f"{L}?page=1", "a"), ex(f"{L}?page=2", []), page("a", "A1", "A2")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A1", "A2"])), {"a": fetched(1)},
+             {"order": [f"{L}?page=1", f"{L}?page=2", f"{H}/p/a"]}, ledger_pages=["a"]), resync=True)])
+
+# --- coverage -----------------------------------------------------------------------------
+case("coverage", "cov-clamp-between-pages", "The max_rows clamp falls between pages: the page that does not fit stays pending, truncated is true, coverage incomplete; raising max_rows restores it without a new revision.",
+     ["COV-20", "COV-21", "COV-23", "COV-24", "COV-25", "COV-26", "COV-28", "COV-14", "D-17", "D-55"],
+     recipe(**{"limits.max_rows": 3}),
+     [run([listing(L, "a", "b"), page("a", "A1", "A2"), page("b", "B1", "B2")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, pending=1, complete=False), relation(P("a", ["A1", "A2"])),
+             {"a": fetched(), "b": {"state": "pending"}}, {"count": 3}, truncated=True)),
+      run([listing(L, "a", "b"), page("b", "B1", "B2")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged={"between": [0, 1]}, pending=1, complete=False), None,
+             {"b": {"state": "pending"}}, {}, truncated=True, relation_same_as_run=1)),
+      run([listing(L, "a", "b"), page("b", "B1", "B2")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged={"between": [0, 1]}), relation(P("a", ["A1", "A2"]), P("b", ["B1", "B2"])),
+             {"b": fetched(1)}, {"order": [L, f"{H}/p/b"]}, truncated=False), recipe=recipe(**{"limits.max_rows": 10}))])
+
+case("coverage", "cov-clamp-first-page", "A first page larger than the clamp is cut through: its first max_rows rows are written and it stays pending.",
+     ["COV-22", "COV-20", "COV-23", "D-52"], recipe(**{"limits.max_rows": 2}),
+     [run([listing(L, "a"), page("a", "A1", "A2", "A3")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, pending=1, complete=False),
+             relation(P("a", ["A1", "A2", "A3"])).rsplit("\n", 2)[0] + "\n", {"a": {"state": "pending"}}, {"count": 2}, truncated=True))])
+
+case("coverage", "cov-first-run-incomplete", "A first run on a corpus larger than its fetch budget: the shape of the specification's example block (fewer pages).",
+     ["COV-01", "COV-02", "COV-03", "COV-13", "COV-16", "OPS-08", "OPS-09", "D-15", "D-16", "D-21"],
+     recipe(**PP, **{"collection.pages.max_fetches_per_run": 5}),
+     [run([listing(f"{L}?page=1", *"abcd"), listing(f"{L}?page=2", *"efgh"), listing(f"{L}?page=3", *"ij"), ex(f"{L}?page=4", [])]
+          + [page(x, x.upper()) for x in "acdefghij"] + [ex(f"{H}/p/b", "", status=410, ctype="text/plain")],
+          ok(cov(discovered=10, discovery_requests=4, known=10, fetched_this_run=5, failed_this_run=1, pending=4, failed=1,
+                 budget_exhausted="max_fetches_per_run", complete=False),
+             relation(*(P(x, [x.upper()]) for x in "acdef")), {"b": failed("http_status_410"), "g": pending()}, {"count": 10}))])
+
+case("coverage", "cov-complete-needs-no-failed", "complete is false while any page is failed, even with nothing pending and no budget spent.",
+     ["COV-18", "OPS-08"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=500, ctype="text/plain")],
+          ok(cov(discovered=1, known=1, failed_this_run=1, failed=1, complete=False), relation(), {"a": failed("http_status_500")}, {"count": 2}))])
+
+case("coverage", "cov-discovery-failure-with-rows", "A discovery refusal on a run that holds pages: the run succeeds, keeps every row and names the first listing it could not read.",
+     ["REF-12", "COV-07", "COV-29", "DISC-32", "MERGE-25"], recipe(**PP),
+     [run([listing(f"{L}?page=1", "a", "b"), ex(f"{L}?page=2", []), page("a", "A1", "A2"), page("b", "B1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), BASIC_RELATION, {}, {"count": 4})),
+      run([listing(f"{L}?page=1", "a", "c"), ex(f"{L}?page=2", "", status=500, ctype="text/plain"), page("c", "C")],
+          ok(cov(discovered=2, discovery_requests=2, known=3, fetched_this_run=1,
+                 discovery_complete=False, discovery_failure=f"{L}?page=2", complete=False),
+             relation(P("a", ["A1", "A2"]), P("b", ["B1"]), P("c", ["C"])), {"a": fetched(), "b": fetched(), "c": fetched()},
+             {"order": [f"{L}?page=1", f"{L}?page=2", f"{H}/p/c"]}))])
+
+# --- refusals -----------------------------------------------------------------------------
+case("refusals", "ref-discovery-failed", "Listing fails on a first run: COLLECTION_DISCOVERY_FAILED, and a later run starts as if nothing had been written.",
+     ["REF-03", "REF-04"], recipe(),
+     [run([ex(L, "", status=500, ctype="text/plain"), page("a", "A")], refused("COLLECTION_DISCOVERY_FAILED", {"never": [f"{H}/p/a"]})),
+      run([listing(L, "a"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched(1)}, {"count": 2}))])
+
+case("refusals", "ref-explicit-never-discovery-failed", "explicit discovery has members to continue from, so it is never COLLECTION_DISCOVERY_FAILED.",
+     ["REF-03", "DISC-26"], recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"}]}}),
+     [run([ex(f"{H}/p/a", "", status=503, ctype="text/plain")],
+          ok(cov(discovered=1, discovery_requests=0, known=1, failed_this_run=1, failed=1, complete=False), relation(),
+             {"a": failed("http_status_503")}, {"count": {"between": [1, 4]}}))])
+
+case("refusals", "ref-merge-invalid-shape", "A listing body whose records pointer names no array is COLLECTION_MERGE_INVALID.",
+     ["REF-07", "D-13", "D-14"], recipe(**{"collection.discovery.records.pointer": "/items"}),
+     [run([ex(L, {"items": {"id": "a", "link": "/p/a"}}), page("a", "A")], refused("COLLECTION_MERGE_INVALID", {"never": [f"{H}/p/a"]}))])
+
+case("refusals", "ref-merge-invalid-columns", "A refresh whose Reader pin decodes other columns than the stored relation is COLLECTION_MERGE_INVALID; a resync accepts it.",
+     ["REF-05", "D-12", "OPS-05"], recipe(),
+     [run([listing(L, "a"), page("a", "A")], ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {}, {"count": 2})),
+      run([listing(L, "a"), page("a", "A")], refused("COLLECTION_MERGE_INVALID", {"never": [f"{H}/p/a"]}),
+          recipe=recipe(**{"connector.parameters.2.value": '{"columns":[{"name":"heading","pointer":"/title"}],"records":{"pointer":"/rows"}}'})),
+      run([listing(L, "a"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"]), reader_columns=("heading",)), {"a": fetched(1)}, {"count": 2}),
+          resync=True)])
+
+# --- ops ----------------------------------------------------------------------------------
+case("ops", "ops-scheduled-refresh-refused", "An action plan carrying a schedule is refused with RESYNC_REQUIRED before any request.",
+     ["OPS-01", "OPS-02", "OPS-03", "D-61"], recipe(),
+     [run([listing(L, "a"), page("a", "A")], refused("RESYNC_REQUIRED", {"count": 0}), action_plan={"action": "refresh", "schedule": {"every": "P1D"}})],
+     requires=["action_plan"])
+
+
+if __name__ == "__main__":
+    write()
