@@ -61,6 +61,8 @@ class _Capture:
     response: RecordedResponse
     request_headers: tuple[tuple[str, str], ...] | None = None
     extra: dict = field(default_factory=dict)      # the WARC-Fixture field
+    record_id: str = ""
+    concurrent: tuple[str, ...] = ()
 
 
 def _target(record) -> str | None:
@@ -207,20 +209,19 @@ def import_warcs(paths) -> tuple[Fixture, dict]:
         if extra:
             response = _with_extra(response, extra)
         stats["revisits_resolved"] += 1
-        capture = _Capture(url, date, position, response, request_for.get(record_id), extra)
-        captures.append(capture)
+        captures.append(_Capture(url, date, position, response, None, extra, record_id))
+    # Pair requests with responses either way round (wget: the response names its request;
+    # Heritrix: the request, written after, names its response).
+    for capture in captures:
+        capture.request_headers = request_for.get(capture.record_id) or next(
+            (requests_by_id[other] for other in capture.concurrent if other in requests_by_id), None)
     return _fixture(captures, stats), stats
 
 
 def _link(record, capture: _Capture, request_for: dict, requests_by_id: dict) -> None:
-    record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
-    capture.request_headers = request_for.get(record_id)
-    if capture.request_headers is None:
-        for other in (record.rec_headers.get_header("WARC-Concurrent-To") or "").split():
-            if other in requests_by_id:
-                capture.request_headers = requests_by_id[other]
-                break
-    capture.record_id = record_id
+    """Remember the ids that pair this capture with its request (resolved once all is read)."""
+    capture.record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
+    capture.concurrent = tuple((record.rec_headers.get_header("WARC-Concurrent-To") or "").split())
 
 
 def _fixture(captures: list[_Capture], stats: dict) -> Fixture:
