@@ -150,3 +150,57 @@ def relation_rows(state_dir) -> list[dict]:
 
 def page_requests(server) -> list[str]:
     return [r.target for r in server.requests if r.path.startswith("/p/")]
+
+
+# --- a replay corpus (crash tests and benchmarks) -----------------------------------------------
+
+def corpus(pages: int, hosts: tuple[str, ...] = ("a.example.com", "b.example.com"), rows: int = 5,
+           max_fetches: int = 10000, concurrency: int = 2) -> tuple[bytes, list]:
+    """(recipe, fixture exchanges): a sitemap on www.example.com listing `pages` JSON pages
+    spread round-robin over `hosts`, each page `rows` rows."""
+    page_urls = [f"https://{hosts[i % len(hosts)]}/p/{i}" for i in range(1, pages + 1)]
+    locs = "".join(f"<url><loc>{u}</loc></url>" for u in page_urls)
+    sitemap = ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+               + locs + "</urlset>")
+    fixture = [{"request": {"url": f"{ORIGIN}/sitemap.xml"},
+                "response": {"status": 200, "headers": [["Content-Type", "application/xml"]], "body": {"text": sitemap}}}]
+    for i, u in enumerate(page_urls, 1):
+        fixture.append({"request": {"url": u}, "response": {"status": 200, "headers": [["Content-Type", "application/json"]],
+                                                            "body": {"text": page_body(str(i), rows=rows).decode()}}})
+    doc = json.loads(recipe("sitemap", max_fetches=max_fetches, concurrency=concurrency,
+                            origins=tuple(sorted({ORIGIN, *(f"https://{h}" for h in hosts)}))))
+    doc["collection"]["pages"]["max_pages"] = max(pages, 1)
+    doc["limits"]["max_requests"] = 10 + 2 * max_fetches
+    return json.dumps(doc, indent=1).encode(), fixture
+
+
+def check_state(state_dir, columns=COLUMNS) -> str | None:
+    """The crash invariant: `current` is absent or one complete generation whose files agree
+    (run.json's digests, ledger ↔ relation ↔ coverage). Returns the generation name."""
+    import hashlib
+
+    from collection.ledger import read_ledger
+    from collection.relation import scan_relation
+    from collection.state import current_generation
+
+    path = current_generation(str(state_dir))
+    if path is None:
+        return None
+    with open(os.path.join(path, "run.json"), "rb") as handle:
+        record = json.loads(handle.read())
+    assert record["generation"] == os.path.basename(path)
+    for name in ("relation.csv", "ledger.csv"):
+        with open(os.path.join(path, name), "rb") as handle:
+            data = handle.read()
+        assert hashlib.sha256(data).hexdigest() == record["files"][name]["sha256"], name
+    with open(os.path.join(path, "ledger.csv"), newline="", encoding="utf-8") as handle:
+        ledger = read_ledger(handle)
+    with open(os.path.join(path, "relation.csv"), newline="", encoding="utf-8") as handle:
+        counts = scan_relation(handle, columns)
+    assert set(counts) <= set(ledger)
+    assert len(ledger) == record["coverage"]["known"]
+    assert sum(counts.values()) == record["rows"]
+    for pid, row in ledger.items():
+        if row.state == "fetched":
+            assert counts.get(pid, 0) == row.row_count, pid
+    return record["generation"]

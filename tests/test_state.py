@@ -1,0 +1,112 @@
+"""The state store: generations, the atomic `current` switch, pruning, the lock, recovery."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from collection.state import StateLocked, StateStore, current_generation
+
+
+def _write(store: StateStore, text: str) -> str:
+    generation = store.begin()
+    for name in ("relation.csv", "ledger.csv"):
+        sink = generation.open_text(name)
+        sink.write(f"{name}:{text}\n")
+        generation.close_text(name)
+    generation.write_bytes("run.json", b"{}\n")
+    return store.commit(generation)
+
+
+def test_commit_switches_current_and_keeps_the_newest(tmp_path):
+    with StateStore(str(tmp_path), keep=2) as store:
+        assert store.current() is None
+        for n in range(1, 5):
+            path = _write(store, str(n))
+            assert store.current() == path and os.path.basename(path) == f"{n:06d}"
+            with open(tmp_path / "current" / "relation.csv") as handle:
+                assert handle.read() == f"relation.csv:{n}\n"
+        assert sorted(os.listdir(tmp_path / "generations")) == ["000003", "000004"]
+        assert os.readlink(tmp_path / "current") == os.path.join("generations", "000004")   # relative
+
+
+def test_digests_are_of_the_bytes_written(tmp_path):
+    import hashlib
+
+    with StateStore(str(tmp_path)) as store:
+        generation = store.begin()
+        sink = generation.open_text("relation.csv")
+        sink.write("é,1\n")
+        digest = generation.close_text("relation.csv")
+        assert digest.sha256 == hashlib.sha256("é,1\n".encode()).hexdigest() and digest.bytes == 5
+        generation.abandon()
+        assert not os.path.exists(generation.path)
+
+
+def test_recovery_removes_leftovers_of_a_killed_run(tmp_path):
+    with StateStore(str(tmp_path)) as store:
+        _write(store, "1")
+    gens = tmp_path / "generations"
+    (gens / ".tmp-000002-999").mkdir()                      # killed while writing
+    (gens / "000003").mkdir()                               # renamed, never made current
+    os.symlink("generations/000003", tmp_path / ".current.tmp-999")   # killed before os.replace
+    with StateStore(str(tmp_path)) as store:
+        assert sorted(os.listdir(gens)) == ["000001"]
+        assert not os.path.lexists(tmp_path / ".current.tmp-999")
+        assert store.current() == str(gens / "000001")
+        assert os.path.basename(_write(store, "2")) == "000002"
+
+
+def test_first_generation_never_made_current_is_removed(tmp_path):
+    os.makedirs(tmp_path / "generations" / "000001")
+    with StateStore(str(tmp_path)) as store:
+        assert os.listdir(tmp_path / "generations") == [] and store.current() is None
+
+
+def test_a_second_store_is_refused_while_the_first_holds_the_lock(tmp_path):
+    with StateStore(str(tmp_path)):
+        with pytest.raises(StateLocked) as locked:
+            StateStore(str(tmp_path)).acquire()
+        assert locked.value.to_refusal().code == "STATE_LOCKED"
+    with StateStore(str(tmp_path)):                          # released on exit
+        pass
+
+
+def test_a_killed_process_releases_the_lock(tmp_path):
+    code = ("import sys, time; from collection.state import StateStore; "
+            f"s = StateStore({str(tmp_path)!r}); s.acquire(); print('locked', flush=True); time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "locked"
+        with pytest.raises(StateLocked):
+            StateStore(str(tmp_path)).acquire()
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                StateStore(str(tmp_path)).acquire()
+                break
+            except StateLocked:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+def test_current_that_is_not_a_symlink_is_refused(tmp_path):
+    (tmp_path / "current").mkdir()
+    with pytest.raises(ValueError):
+        current_generation(str(tmp_path))
+
+
+def test_writing_needs_the_lock(tmp_path):
+    store = StateStore(str(tmp_path))
+    with pytest.raises(RuntimeError):
+        store.begin()
