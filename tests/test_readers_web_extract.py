@@ -66,6 +66,64 @@ def test_council_decision_story_keeps_blocks_and_drops_boilerplate_READ_03() -> 
         assert line in lines  # each paragraph, heading and list item is its own line
     for noise in BOILERPLATE:
         assert noise not in story
+    # The quote is its own line; the <h1> is the title's, not the story's.
+    assert "The new bands strike a fair balance between residents, businesses and visitors, said the cabinet member for transport." in lines
+    assert "Riverside car park tariffs" not in lines
+
+
+PROSE = ("The committee met on Tuesday to review the annual budget, and members agreed that the reserve fund "
+         "should be kept at its present level for another year. ")
+
+BLOG_PAGE = f"""<html><head><title>Notes</title></head><body>
+<div class="site-wrapper with-sidebar">
+<div id="consent-banner"><p>We value your privacy. This site stores cookies on your device so that it can remember you and measure how the site is used.</p><a href="/ok">OK</a></div>
+<div class="layout">
+<div class="post">
+<h1>Budget notes</h1>
+<div class="share-bar"><a href="/s/1">Share on Facebook</a> <a href="/s/2">Share by email</a></div>
+<p>{PROSE}First   paragraph,&nbsp;with an entity: caf&eacute; &amp; cre\u0300me.</p>
+<div class="ad-slot"><span>Advertisement</span></div>
+<p>{PROSE}Second paragraph<br>continues after a line break.</p>
+<h2>Code</h2>
+<pre><code>def total(xs):
+    return sum(xs)</code></pre>
+<blockquote><p>{PROSE}A quoted paragraph.</p></blockquote>
+<ul class="related-links"><li><a href="/a">Another story about the council</a></li><li><a href="/b">Yet another story about parking</a></li></ul>
+<p style="display: none">{PROSE}Hidden text.</p>
+<p>{PROSE}Last paragraph.</p>
+</div>
+<div class="comments"><h3>3 comments</h3><p>{PROSE}A reader's comment.</p><p>{PROSE}Another reader's comment.</p></div>
+</div>
+<div class="sidebar"><h3>Popular</h3><p>{PROSE}A teaser for another page.</p></div>
+</div></body></html>"""
+
+
+def test_story_blocks_each_on_their_own_line_and_named_boilerplate_dropped() -> None:
+    story = run({}, BLOG_PAGE).rows[0][1]
+    lines = story.split("\n")
+    assert lines == [
+        PROSE + "First paragraph, with an entity: caf\u00e9 & cr\u00e8me.",  # entities decoded, NFC, spaces collapsed
+        PROSE + "Second paragraph",
+        "continues after a line break.",
+        "Code",
+        "def total(xs):",
+        "return sum(xs)",
+        PROSE + "A quoted paragraph.",
+        PROSE + "Last paragraph.",
+    ]
+
+
+def test_the_engine_reads_the_article_even_under_a_boilerplate_name() -> None:
+    # "sidebar-layout" names the wrapper of the whole page: a name is a hint, the text decides.
+    page = (f'<html><body><div class="sidebar-layout"><nav><a href="/">Home</a></nav><div class="main-col">'
+            f'<p>{PROSE}One.</p><p>{PROSE}Two.</p></div><div class="widget"><a href="/x">Elsewhere</a></div>'
+            f'</div></body></html>')
+    assert run({}, page).rows[0][1] == f"{PROSE}One.\n{PROSE}Two."
+
+
+def test_pages_without_a_story_give_an_empty_story() -> None:
+    page = '<html><body><nav><a href="/">Home</a></nav><footer>Copyright</footer></body></html>'
+    assert run({}, page).rows[0][1] == ""
 
 
 METADATA = [
@@ -150,3 +208,4 @@ def test_an_empty_body_is_a_decode_error_READ_10(body: bytes) -> None:
 
 def test_same_bytes_same_row() -> None:
     assert run({"metadata": ["author"]}) == run({"metadata": ["author"]})
+    assert run({}, BLOG_PAGE) == run({}, BLOG_PAGE)
