@@ -273,10 +273,27 @@ class _RecordingResponse:
 
 
 class RecordingTransport:
-    """Wraps any Transport; every exchange through it lands in `recorder`."""
+    """Wraps any Transport; every exchange through it lands in `recorder`.
 
-    def __init__(self, inner, recorder: Recorder):
+    `recorder` may also be a fixture path: the transport then loads it (for run `run`) and
+    saves it when closed — the form `collection run --record FIXTURE` uses. Without `run`,
+    a path that exists is recorded as the run after its longest per-run sequence (pass the
+    state directory's run number when it is known: repeats collapse, so the count can be low).
+    """
+
+    def __init__(self, inner, recorder: "Recorder | str", *, run: int | None = None):
         self.inner = inner
+        self.path: str | None = None
+        if isinstance(recorder, (str, os.PathLike)):
+            self.path = os.fspath(recorder)
+            if run is None:
+                run = 1
+                if os.path.exists(self.path):
+                    from collection.transport_replay import load_fixture
+
+                    base = load_fixture(self.path)
+                    run = max([len(e.responses) for e in base.exchanges if e.per == "run"] + [0]) + 1
+            recorder = Recorder.load(self.path, run=run)
         self.recorder = recorder
 
     def monotonic(self) -> float:
@@ -306,5 +323,10 @@ class RecordingTransport:
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
+        try:
+            if close is not None:
+                close()
+        finally:
+            if self.path is not None:
+                path, self.path = self.path, None
+                self.recorder.save(path)

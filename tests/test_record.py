@@ -225,3 +225,17 @@ def test_dump_parse_round_trip_keeps_behaviours_and_comments():
     fixture = parse_fixture(doc)
     assert parse_fixture(dump_fixture(fixture)) == fixture
     assert dump_fixture(fixture)[0]["comment"] == "kept"
+
+
+def test_a_path_recorder_saves_on_close(loopback, tmp_path):
+    """The form the run loop uses: RecordingTransport(inner, path); close() writes the fixture."""
+    loopback.route("/a", Reply(200, HTML, b"a1"))
+    path = str(tmp_path / "rec.json")
+    for run, body in ((1, b"a1"), (2, b"a2")):
+        loopback.route("/a", Reply(200, HTML, body))
+        transport = RecordingTransport(Urllib3Transport(ca_bundle=loopback.ca_pem_path), path)
+        target = Egress(loopback.resolve_map()).target("www.example.com")
+        _read_all(transport.send(Request(ORIGIN + "/a", (), target), time.monotonic() + 5))
+        transport.close()
+        assert transport.recorder.run == run
+    assert [r.body for r in load_fixture(path).by_url()[ORIGIN + "/a"].responses] == [b"a1", b"a2"]
