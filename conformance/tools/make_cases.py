@@ -55,6 +55,7 @@ DELETE = object()
 
 
 def set_path(doc, path: str, value) -> None:
+    value = value if value is DELETE else copy.deepcopy(value)
     parts = path.split(".")
     node = doc
     for part in parts[:-1]:
@@ -236,7 +237,7 @@ EXAMPLE = {
                   "revisit": {"kind": "revision_hint"}}}}
 
 reg("reg-worked-example", "The specification's worked example (council_decisions) registers as written.",
-    ["REG-01", "REG-06", "REG-39", "REG-40", "REG-41", "REG-42", "REG-43", "READ-01", "READ-02", "READ-03", "FETCH-11"],
+    ["REG-01", "REG-06", "REG-37", "REG-39", "REG-40", "REG-41", "REG-42", "REG-43", "READ-01", "READ-02", "READ-03", "FETCH-11"],
     EXAMPLE, registrable=True)
 reg("reg-minimal-defaults", "A collection stating only required members registers; every bound with a default may be absent.",
     ["REG-18", "REG-19", "REG-23", "REG-24", "REG-25", "REG-26", "REG-28", "REG-29", "REG-30"],
@@ -287,7 +288,7 @@ for name, path, value in [
     extra = {}
     if name == "max-fetches-10001":
         extra["limits.max_requests"] = 20000
-    reg(f"reg-bound-{name}", f"{path} = {value} lies outside its bound and is refused before any run.", ["REG-17", clause],
+    reg(f"reg-bound-{name}", f"{path} = {value} lies outside its bound and is refused before any run.", ["REG-17", "REG-37", "D-46", clause],
         recipe(**{path: value}, **extra), refusals=[("/" + path.replace(".", "/"), "SCHEMA_BOUND")])
 reg("reg-bounds-at-limits", "Every bound at its inclusive limit registers.", ["REG-17", "REG-18", "REG-23", "REG-24", "REG-25", "REG-26", "REG-28", "REG-29"],
     recipe(**{"collection.discovery.max_requests": 1024, "collection.pages.max_pages": 50000,
@@ -327,11 +328,11 @@ reg("reg-revision-hint-without-extractor", "revision_hint needs a revision extra
     ["REG-32", "D-42"], recipe(**{"collection.pages.revisit": {"kind": "revision_hint"}}),
     refusals=[("/collection/pages/revisit/kind", "REVISION_HINT_WITHOUT_EXTRACTOR")])
 reg("reg-revision-hint-html-index", "html_index has no revision hint, so revision_hint is refused.", ["REG-32", "DISC-16", "D-42"],
-    recipe(**{"collection.discovery": {"kind": "html_index", "url": f"{H}/list", "records": {"selector": "a.d"}},
+    recipe(**{"collection.discovery": {"kind": "html_index", "url": f"{H}/list", "records": {"selector": "a.d"}, "max_requests": 10},
               "collection.pages.revisit": {"kind": "revision_hint"}}),
     refusals=[("/collection/pages/revisit/kind", "REVISION_HINT_WITHOUT_EXTRACTOR")])
 reg("reg-revision-hint-sitemap", "sitemap carries lastmod, so revision_hint registers.", ["REG-32", "DISC-20"],
-    recipe(**{"collection.discovery": {"kind": "sitemap", "url": f"{H}/sitemap.xml"},
+    recipe(**{"collection.discovery": {"kind": "sitemap", "url": f"{H}/sitemap.xml", "max_requests": 10},
               "collection.pages.revisit": {"kind": "revision_hint"}}), registrable=True)
 reg("reg-budget-sum-exceeded", "discovery.max_requests + max_fetches_per_run above limits.max_requests is refused.",
     ["REG-33", "REF-01"], recipe(**{"limits.max_requests": 59}), refusals=[("/limits/max_requests", "REQUEST_BUDGET_SUM")])
@@ -448,11 +449,12 @@ case("discovery", "disc-html-index", "html_index: records are selector matches, 
 
 case("discovery", "disc-html-link-attribute", "html_index with link.attribute reads the address from that attribute.",
      ["DISC-14"], recipe(**{**HTML_RECIPE, "collection.discovery.link": {"attribute": "data-href"}}),
-     [run([ex(f"{H}/index", '<div class="d" data-href="/p/a">A</div>', ctype="text/html"), page("a", "A1")],
+     [run([ex(f"{H}/index", '<a class="d" data-href="/p/a" href="/p/wrong">A</a>', ctype="text/html"), page("a", "A1"), page("wrong", "W")],
           ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")),
-             {f"{H}/p/a": fetched()}, {"count": 2}))])
+             {f"{H}/p/a": fetched()}, {"count": 2, "never": [f"{H}/p/wrong"]}))])
 
 SM = {"collection.discovery": {"kind": "sitemap", "url": f"{H}/sitemap.xml", "max_requests": 10}}
+
 URLSET = ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
           '<url><loc>https://www.example.com/p/a</loc><lastmod>2024-01-01</lastmod></url>'
           '<url><loc>https://www.example.com/p/b?x=1&amp;y=2</loc></url></urlset>')
@@ -506,7 +508,7 @@ case("discovery", "disc-sitemap-entity-after-data", "A sitemap declaring an enti
 case("discovery", "disc-explicit", "explicit members are used as given and no listing request is made.",
      ["DISC-24", "DISC-26", "PROV-05"],
      recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "first", "url": f"{H}/p/a"},
-                                                                       {"page_id": "second", "url": f"{H}/p/b"}]}}),
+                                                                       {"page_id": "second", "url": f"{H}/p/b"}]}, "limits.max_requests": 200}),
      [run([page("a", "A1"), page("b", "B1")],
           ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=0),
              relation(P("first", ["A1"], url=f"{H}/p/a"), P("second", ["B1"], url=f"{H}/p/b")),
@@ -538,6 +540,11 @@ case("discovery", "disc-sitemap-text-xml", "A sitemap listing answered as text/x
      recipe(**SM),
      [run([ex(f"{H}/sitemap.xml", URLSET, ctype="text/xml; charset=utf-8"), page("a", "A1"), page(f"{H}/p/b?x=1&y=2", "B1")],
           ok(cov(discovered=2, known=2, fetched_this_run=2), None, {}, {"count": 3}, relation=relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a"), P(f"{H}/p/b?x=1&y=2", ["B1"], url=f"{H}/p/b?x=1&y=2"))))])
+
+case("discovery", "disc-sitemap-rss-root", "A sitemap listing answered as application/rss+xml is accepted, but an <rss> root is not the declared shape.",
+     ["DISC-29", "D-36", "REF-07"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", '<?xml version="1.0"?><rss version="2.0"><channel><item><link>https://www.example.com/p/a</link></item></channel></rss>',
+              ctype="application/rss+xml"), page("a", "A")], refused("COLLECTION_MERGE_INVALID", {"never": [f"{H}/p/a"]}))])
 
 case("discovery", "disc-sitemap-json-refused", "A sitemap listing answered as application/json is refused.", ["DISC-29", "DISC-31"],
      recipe(**SM), [run([ex(f"{H}/sitemap.xml", URLSET, ctype="application/json")], refused("COLLECTION_DISCOVERY_FAILED"))])
@@ -697,7 +704,7 @@ case("urls", "url-skipped-origin", "Links that are not https, off the allowlist,
              {"a": fetched(), "h": skipped(), "o": skipped(), "port": skipped(), "u": skipped()},
              {"count": 2, "never": OFF + ["https://www.example.com/p/u", "https://www.example.com/p/h", "https://www.example.com/p/port"]})),
       run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "h", "link": OFF[0]}, {"id": "o", "link": OFF[1]}])],
-          ok(cov(discovered=2, known=5, skipped=4), None, {"o": skipped(), "u": skipped()}, {"count": 1, "never": OFF}, relation_same_as_run=1))])
+          ok(cov(discovered=3, known=5, skipped=4), None, {"o": skipped(), "u": skipped()}, {"count": 1, "never": OFF}, relation_same_as_run=1))])
 
 RH = {"collection.discovery.revision": {"pointer": "/modified"}, "collection.pages.revisit": {"kind": "revision_hint"}}
 case("urls", "url-redirect-off-allowlist", "A page whose redirect leaves the allowlist is skipped_origin with where it landed, its body is not read and its previous rows stay.",
@@ -775,16 +782,16 @@ case("fetch", "fetch-max-pages", "pages.max_pages caps the pages the ledger hold
 
 case("fetch", "fetch-max-source-bytes", "limits.max_source_bytes caps the bytes fetched and names max_source_bytes.", ["FETCH-14", "D-20", "COV-02"],
      recipe(**{"limits.max_source_bytes": 200}),
-     [run([listing(L, "a", "b"), page("a", "A" * 60), page("b", "B" * 100)],
-          ok(cov(discovered=2, known=2, fetched_this_run=1, pending={"between": [0, 1]}, failed={"between": [0, 1]},
+     [run([listing(L, "a", "b", "c"), page("a", "A" * 60), page("b", "B" * 100), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=1, pending={"between": [1, 2]}, failed={"between": [0, 1]},
                  failed_this_run={"between": [0, 1]}, budget_exhausted="max_source_bytes", complete=False),
-             relation(P("a", ["A" * 60])), {"a": fetched()}, {}))])
+             relation(P("a", ["A" * 60])), {"a": fetched(), "c": pending()}, {"never": [f"{H}/p/c"]}))])
 
 case("fetch", "fetch-deadline", "A run stopped by its deadline reports budget_exhausted deadline and keeps what it fetched.",
      ["FETCH-15", "D-19", "D-60", "COV-02"], recipe(),
      [run([listing(L, "a", "b", "c"), page("a", "A", delay_seconds=20), page("b", "B", delay_seconds=20), page("c", "C", delay_seconds=20)],
-          ok(cov(discovered=3, known=3, fetched_this_run=1, pending={"between": [1, 2]}, failed={"between": [0, 1]}, failed_this_run={"between": [0, 1]}, budget_exhausted="deadline",
-                 complete=False), relation(P("a", ["A"])), {"a": fetched(), "c": pending()}, {"never": [f"{H}/p/c"]}), deadline_seconds=30)],
+          ok(cov(discovered=3, known=3, fetched_this_run=2, pending=1, budget_exhausted="deadline",
+                 complete=False), relation(P("a", ["A"]), P("b", ["B"])), {"a": fetched(), "b": fetched(), "c": pending()}, {"never": [f"{H}/p/c"]}), deadline_seconds=30)],
      modes=["inline"], requires=["deadline"])
 
 ROBOTS_BOT = "User-agent: ConformanceBot\nDisallow: /p/b\n\nUser-agent: *\nDisallow: /\n"
@@ -986,7 +993,7 @@ case("refusals", "ref-discovery-failed", "Listing fails on a first run: COLLECTI
           ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched(1)}, {"count": 2}))])
 
 case("refusals", "ref-explicit-never-discovery-failed", "explicit discovery has members to continue from, so it is never COLLECTION_DISCOVERY_FAILED.",
-     ["REF-03", "DISC-26"], recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"}]}}),
+     ["REF-03", "DISC-26"], recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"}]}, "limits.max_requests": 200}),
      [run([ex(f"{H}/p/a", "", status=503, ctype="text/plain")],
           ok(cov(discovered=1, discovery_requests=0, known=1, failed_this_run=1, failed=1, complete=False), relation(),
              {"a": failed("http_status_503")}, {"count": {"between": [1, 4]}}))])
