@@ -14,6 +14,7 @@ from collection.commands import robots_check
 from collection.commands import fixture as fixture_command
 from collection.commands import run as run_command
 from collection.commands import status as status_command
+from collection.commands import conformance as conformance_command
 
 
 def _version_text() -> str:
@@ -37,6 +38,7 @@ cli.add_command(robots_check.command)
 cli.add_command(fixture_command.command)
 cli.add_command(run_command.command)
 cli.add_command(status_command.command)
+cli.add_command(conformance_command.command)
 
 
 def main() -> None:
