@@ -40,7 +40,7 @@ from collection.merge import check_predecessor, merge, prepare
 from collection.model import Source
 from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult, rfc3339
 from collection.planner import Choice, Planner, Revisit, Stop, Wait
-from collection.politeness import Politeness
+from collection.politeness import PER_ORIGIN_IN_FLIGHT, WORKER_CAP, Politeness
 from collection.readers.base import DecodeFailure, Pin, decode
 from collection.refusal import Refusal, RefusedError
 from collection.registration import register_bytes
@@ -202,13 +202,22 @@ class _Dispatcher:
     few choices ahead so that a worker can take a page of whichever host the scheduler can
     serve soonest (`Politeness.choose`) instead of queueing behind a host that must wait.
     Per host the planner's order is kept.
+
+    A host has at most `per_host` pages handed out and unfinished (2, or 1 when
+    pages.concurrency is 1, so a one-at-a-time recipe keeps its order exactly), and hosts
+    nobody is working on are preferred: a worker never sleeps a gap on a host another
+    worker is already waiting for while some other host is ready. How many requests are
+    in flight at once is the scheduler's capacity (min(concurrency, 25), D-09), enforced
+    where the request is written; workers beyond it only wait.
     """
 
-    def __init__(self, planner: Planner, fetcher: Fetcher, clock, lookahead: int):
+    def __init__(self, planner: Planner, fetcher: Fetcher, clock, lookahead: int, per_host: int = 2):
         self.planner = planner
         self.fetcher = fetcher
         self.clock = clock
         self.lookahead = lookahead
+        self.per_host = per_host
+        self.claims: dict[str, int] = {}
         self.lock = threading.Lock()
         self.buffers: dict[str, deque[tuple[int, Choice]]] = {}
         self.buffered = 0
@@ -251,14 +260,16 @@ class _Dispatcher:
                 if self.stopped:
                     return None
                 self._refill(None)
-                hosts = [h for h, q in self.buffers.items() if q]
+                hosts = [h for h, q in self.buffers.items() if q and self.claims.get(h, 0) < self.per_host]
                 if hosts:
+                    idle = [h for h in hosts if not self.claims.get(h)]
                     with self.fetcher._lock:
-                        pick = self.fetcher.politeness.choose(hosts, now)
+                        pick = self.fetcher.politeness.choose(idle or hosts, now)
                     host = pick[0] if pick else min(hosts, key=lambda h: self.buffers[h][0][0])
                     self.buffered -= 1
+                    self.claims[host] = self.claims.get(host, 0) + 1
                     return self.buffers[host].popleft()[1]
-                if self.planner_done:
+                if self.planner_done and not self.buffered:
                     return None
             # Wait: fetches in flight at max_fetches_per_run may still fail and free a slot.
             # A worker may block only in sleep_until on a virtual clock (clock.py).
@@ -266,6 +277,8 @@ class _Dispatcher:
 
     def report(self, choice: Choice, result: PageResult | None) -> None:
         with self.lock:
+            host = urlsplit(choice.url).hostname or ""
+            self.claims[host] -= 1
             if result is None:
                 self.unfinished += 1
                 return
@@ -317,11 +330,16 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
                 progress.tick()
 
 
+def _per_host(source: Source) -> int:
+    return min(PER_ORIGIN_IN_FLIGHT, source.collection.pages.effective_concurrency)
+
+
 def _worker_count(source: Source, planner: Planner) -> int:
+    """Threads, not requests in flight: a worker spends most of its life waiting for a
+    host's gap, so one per host slot keeps every host busy; the scheduler's capacity
+    still caps requests in flight at min(concurrency, 25) (D-09)."""
     hosts = {urlsplit(c.url).hostname for c in planner.queue}
-    per_origin = 2   # FETCH-18: more workers than two per host would only wait
-    return max(1, min(source.collection.pages.effective_concurrency, per_origin * max(1, len(hosts)),
-                      len(planner.queue) or 1))
+    return max(1, min(WORKER_CAP, _per_host(source) * max(1, len(hosts)), len(planner.queue) or 1))
 
 
 def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progress_factory=None) -> dict:
@@ -377,7 +395,8 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
             log("discovered", discovered=len(discovery.pages), complete=discovery.complete,
                 failure=discovery.failure, chosen_queue=len(planner.queue))
             workers = _worker_count(source, planner)
-            dispatcher = _Dispatcher(planner, fetcher, clock, max(8, workers * _LOOKAHEAD_PER_WORKER))
+            dispatcher = _Dispatcher(planner, fetcher, clock, max(8, workers * _LOOKAHEAD_PER_WORKER),
+                                     per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
             _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log)
             if progress is not None:
