@@ -54,6 +54,8 @@ ROBOTS_PARSE_BYTES = 512 * 1024          # D-58: parse at least 500 KiB
 # the origin reading it vary, so without a margin a gap measured at the origin can come out a
 # fraction of a millisecond short of the floor (bench/politeness.py saw 0.9999 s).
 ARRIVAL_MARGIN_SECONDS = 0.005
+# A listing's 4xx body is kept up to this size (an API's error document, D-03/D-13).
+ERROR_BODY_BYTES = 64 * 1024
 _POLL_SECONDS = 0.05                     # how often a worker looks again while a host's cap is full
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -288,8 +290,27 @@ class Fetcher:
                 if verdict == "too_many_redirects":
                     raise _Fail("too_many_redirects", why, final_status)
                 raise _Fail(codes.http_status_code(final_status), why, final_status)
+            if spec.kind == B.LISTING and 400 <= final_status < 500:
+                return self._error_body(spec, url, response)
             response.close()
             raise _Fail(codes.http_status_code(final_status), f"HTTP {final_status}", final_status)
+
+    def _error_body(self, spec: FetchSpec, url: str, response: "_Held") -> FetchOutcome:
+        """A listing's 4xx keeps a small body: discovery reads it to recognise an API's
+        "past the last page" answer (WordPress's 400 rest_post_invalid_page_number), which
+        is the natural end of a listing rather than a failure (docs/discovery.md)."""
+        status, headers = response.status, response.headers
+        parts: list[bytes] = []
+        try:
+            self._read(response, hashlib.sha256(), parts, None, charge=True, cap=ERROR_BODY_BYTES, retryable=False)
+        except _Fail as fail:
+            if fail.code != "body_too_large":
+                raise
+            parts = []          # larger than any API error document: not worth keeping
+        code = codes.http_status_code(status)
+        return FetchOutcome(spec.url, FAILED, final_url=url, status=status, headers=headers, body=b"".join(parts),
+                            media_type=media_type(response.header("Content-Type")), failure_code=code,
+                            liveness=codes.liveness(code), detail=f"HTTP {status}")
 
     def _attempts(self, spec: FetchSpec, url: str, cause: str, tally: _Tally):
         """Send `url` (and read its body when it is a 2xx) until it answers something other

@@ -260,3 +260,16 @@ def test_threads_share_one_fetcher(loopback):  # FETCH-16, FETCH-18
         t.join()
     assert sorted(o.outcome for o in results) == [FETCHED] * 12
     assert fetcher.budget.counts().page == 12 and fetcher.budget.counts().robots == 3
+
+
+def test_a_listing_4xx_keeps_its_error_body_for_discovery(loopback):
+    """D-03, D-13: WordPress answers 400 past the last page; discovery must read that body."""
+    body = b'{"code":"rest_post_invalid_page_number","data":{"status":400}}'
+    loopback.route("/wp-json/wp/v2/decisions", Reply(400, [("Content-Type", "application/json")], body))
+    loopback.route("/gone", Reply(404, list(HTML), b"<p>missing</p>"))
+    fetcher = make_fetcher(loopback)
+    outcome = fetcher.fetch(listing("/wp-json/wp/v2/decisions?page=30"))
+    assert (outcome.outcome, outcome.failure_code, outcome.status) == (FAILED, "http_status_400", 400)
+    assert outcome.body == body and outcome.retries == 0
+    page_outcome = fetcher.fetch(page("/gone"))          # a detail page's error body is never kept
+    assert (page_outcome.failure_code, page_outcome.body) == ("http_status_404", None)
