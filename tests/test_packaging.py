@@ -225,3 +225,32 @@ def test_listed_commands_parses_click_help():
     text = "Usage: x\n\nOptions:\n  --help  Show.\n\nCommands:\n  explain   Print.\n  validate  Check.\n"
     assert listed_commands(text) == ["explain", "validate"]
     assert listed_commands("Usage: x\n") == []
+
+
+# --- start-up: the CLI imports a command's module only when that command is used ----------
+# (collection/cli.py LazyGroup; the figures are in bench/startup.py)
+
+_HELP_PROBE = """
+import sys
+from click.testing import CliRunner
+from collection.cli import cli
+first = CliRunner().invoke(cli, ["--help"], prog_name="collection")
+loaded = sorted(m for m in sys.modules if m.startswith("collection.commands."))
+ctx = cli.make_context("collection", ["--help"], resilient_parsing=True)
+for name in cli.list_commands(ctx):
+    cli.get_command(ctx, name)
+second = CliRunner().invoke(cli, ["--help"], prog_name="collection")
+print(repr((first.exit_code, first.output, loaded, second.output)))
+"""
+
+
+def test_help_lists_every_command_without_importing_any():
+    import ast as _ast
+
+    proc = subprocess.run([sys.executable, "-c", _HELP_PROBE], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    code, lazy_help, loaded, eager_help = _ast.literal_eval(proc.stdout.strip())
+    assert code == 0
+    assert loaded == [], f"--help imported command modules: {loaded}"
+    assert lazy_help == eager_help, "the lazy listing differs from the imported commands' own help"
+    assert "validate" in listed_commands(lazy_help) and "explain" in listed_commands(lazy_help)
