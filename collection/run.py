@@ -183,6 +183,10 @@ def _discover(source: Source, fetcher: Fetcher, log) -> DiscoveryOutcome:
         if out.outcome == F_FETCHED:
             result = ListingResponse(request.url, out.status, out.headers, out.body or b"",
                                      requests=out.requests, final_url=out.final_url)
+        elif out.outcome == F_FAILED and out.status is not None and 400 <= out.status < 500 and out.body is not None:
+            # discovery decides from the body whether a 4xx is "past the last page" (WordPress)
+            result = ListingResponse(request.url, out.status, out.headers, out.body, requests=out.requests,
+                                     final_url=out.final_url)
         elif out.outcome == F_FAILED or out.outcome == F_SKIPPED:
             result = ListingFailure(request.url, out.failure_code or out.outcome, out.requests)
         else:
