@@ -95,7 +95,8 @@ def prepare(ledger: Mapping[str, LedgerRow], discovery: DiscoveryOutcome,
                                "which its ledger does not know", pointer="relation.csv", rule="MERGE-01")
     new: dict[str, LedgerRow] = dict(ledger)
     next_ordinal = max((r.discovery_ordinal for r in ledger.values()), default=0) + 1
-    max_pages_reached = False
+    # D-18: discovery itself stops admitting ids at max_pages; that stop limited the run too
+    max_pages_reached = discovery.stop_reason == MAX_PAGES
     reopened: list[str] = []
     for listed in sorted(discovery.pages, key=lambda p: p.ordinal):
         row = new.get(listed.page_id)

@@ -124,3 +124,12 @@ def test_zero_row_pages_are_fetched_and_add_no_rows_d50():
     assert r.cov.complete and not r.result.truncated
     r2 = run(r.state, listing("a", "b"), Publisher(), now=t(1))
     assert r2.result.ledger["a"].state == FETCHED                     # zero rows present is not "missing"
+
+
+def test_discovery_stopped_at_max_pages_is_reported_as_the_budget_d18():
+    """D-18, FETCH-13: discovery stops admitting ids at max_pages itself; the run names it."""
+    from dataclasses import replace
+
+    stopped = replace(listing("a", "b"), complete=False, stop_reason="max_pages")
+    r = run(State(), stopped, Publisher().ok("a", "a").ok("b", "b"), now=t(0), max_pages=2)
+    assert r.cov.known == 2 and r.cov.budget_exhausted == "max_pages" and r.cov.complete is False
