@@ -23,6 +23,10 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 _TRIM = "".join(chr(c) for c in range(0x21))
 _WHITESPACE = re.compile(r"[\s\x00-\x1f\x7f]")
 _HOST_LABEL = re.compile(r"\A[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
+# The shape nearly every listed link has: https, a lowercase ASCII host, no userinfo, port,
+# tab or newline (urlsplit deletes those anywhere). For it, the general path's urlsplit /
+# urljoin / urlunsplit round trip reduces to cutting the text at '#' and '?'.
+_PLAIN_HTTPS = re.compile(r"https://([a-z0-9.-]+)([/?#][^\t\n\r]*)?", re.DOTALL)
 
 
 class UrlError(ValueError):
@@ -69,6 +73,16 @@ def _canonical_host(host: str) -> str:
         raise UrlError(f"host {host!r} is not a valid internationalised name") from exc
 
 
+@functools.lru_cache(maxsize=256)
+def _base_parses(base: str) -> bool:
+    """Whether urljoin can read `base` (it raises ValueError for a broken IPv6 literal)."""
+    try:
+        urlsplit(base)
+    except ValueError:
+        return False
+    return True
+
+
 def canonicalise(link: str, base: str | None = None) -> str:
     """The canonical absolute form of `link`, resolved against `base` when it is relative.
 
@@ -76,6 +90,20 @@ def canonicalise(link: str, base: str | None = None) -> str:
     may be fetched is a separate question (`unreachable_reason`).
     """
     text = link.strip(_TRIM)
+    plain = _PLAIN_HTTPS.fullmatch(text)
+    if plain is not None and (base is None or _base_parses(base)):
+        # An absolute https link ignores its base, but urljoin's urlparse/urlunparse round
+        # trip drops the ';' of an empty last-segment parameter ("/a;"): leave that to it.
+        host, rest = plain.group(1), plain.group(2) or ""
+        rest = rest.partition("#")[0]
+        path, question, query = rest.partition("?")
+        if base is None or ";" not in path:
+            path = remove_dot_segments(path)
+            return f"https://{host}{path}?{query}" if query else f"https://{host}{path}"
+    return _canonicalise_general(link, text, base)
+
+
+def _canonicalise_general(link: str, text: str, base: str | None) -> str:
     try:
         own = urlsplit(text)
         if own.scheme and not own.netloc and text[len(own.scheme) + 1:].startswith("//"):

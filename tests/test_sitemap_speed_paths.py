@@ -1,0 +1,177 @@
+"""The fast paths of sitemap parsing and canonicalisation answer exactly what the general
+paths answer: differential properties against the reference implementations.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+
+import collection.listing_sitemap as sitemap
+from collection.listing_common import DiscoveryShapeError, ListingUnreadable
+from collection.urls import UrlError, _TRIM, _canonicalise_general, canonicalise
+
+NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+# --- canonicalise ------------------------------------------------------------------------
+
+def _reference(link: str, base: str | None) -> str:
+    try:
+        return _canonicalise_general(link, link.strip(_TRIM), base)
+    except UrlError:
+        return "UrlError"
+
+
+def _fast(link: str, base: str | None) -> str:
+    try:
+        return canonicalise(link, base)
+    except UrlError:
+        return "UrlError"
+
+
+path_piece = st.sampled_from(["/", "a", "B", ".", "..", "./", "../", ";", ";p", "?", "#", "&", "=", "%2F",
+                              "é", "\t", "\n", "\r", "\x0b", " ", "//", ":", "@", "[", "]", "x.html"])
+plain_links = st.builds(
+    lambda lead, scheme, host, tail, trail: lead + scheme + host + "".join(tail) + trail,
+    st.sampled_from(["", " ", "\t", "\x00"]),
+    # Mostly the fast path's own shape, so its edges are what gets explored.
+    st.sampled_from(["https://"] * 8 + ["HTTPS://", "http://", "https:", "https:///"]),
+    st.sampled_from(["www.example.com"] * 4 + ["a", "a.b-c.d", ".", "h..x"]
+                    + ["WWW.example.com", "h:443", "h:", "u@h", "[::1]", "bücher.example", "h_x", ""]),
+    st.lists(path_piece, max_size=6),
+    st.sampled_from(["", " ", "\n"]),
+)
+bases = st.sampled_from([None, "", "https://www.example.com/dir/page", "http://www.example.com/",
+                         "https://[::1/broken", "https://other.example/a;b/c?q#f"])
+
+
+@given(plain_links, bases)
+@example("https://www.example.com/a;", "https://www.example.com/dir/page")
+@example("https://www.example.com/a\tb/../c", None)
+@settings(max_examples=3000)
+def test_canonicalise_fast_path_equals_general_path(link, base):
+    assert _fast(link, base) == _reference(link, base)
+
+
+@given(st.text(max_size=40), bases)
+@settings(max_examples=500)
+def test_canonicalise_fast_path_equals_general_path_on_any_text(text, base):
+    assert _fast("https://www.example.com" + text, base) == _reference("https://www.example.com" + text, base)
+    assert _fast(text, base) == _reference(text, base)
+
+
+@pytest.mark.parametrize("link, base, expected", [
+    ("https://h/a/./b/../c?x=1#f", None, "https://h/a/c?x=1"),
+    ("https://h?", None, "https://h"),
+    ("https://h/a;", "https://h/", "https://h/a"),        # urljoin's round trip, kept as it was
+    ("https://h/a;", None, "https://h/a;"),
+    ("https://h/a\tb", None, "https://h/ab"),            # urlsplit deletes tabs and newlines
+])
+def test_canonicalise_corner_cases(link, base, expected):
+    assert canonicalise(link, base) == expected == _reference(link, base)
+
+
+# --- sitemap ---------------------------------------------------------------------------
+
+def _parse(body: bytes, **kw):
+    try:
+        return sitemap.parse_sitemap(body, **kw)
+    except (ListingUnreadable, DiscoveryShapeError) as exc:
+        return type(exc).__name__, getattr(exc, "reason", None)
+
+
+def _parse_entry_by_entry(body: bytes, monkeypatch, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(sitemap, "_bulk", lambda *a, **k: None)
+        return _parse(body, **kw)
+
+
+loc_text = st.sampled_from(["https://www.example.com/a", "  https://www.example.com/b\n ", "", "   ",
+                            "https://www.example.com/c?x=1&amp;y=2", "<![CDATA[https://www.example.com/d&]]>",
+                            "https://www.example.com/<!-- split -->e", "https://www.example.com/<?pi x?>f",
+                            "https://www.example.com/<b>g</b>h", "&#104;ttps://www.example.com/i"])
+lastmod_text = st.sampled_from(["2024-01-01", " 2024-02-02 ", "", "<!-- c -->2024-03-03"])
+child = st.one_of(
+    loc_text.map(lambda t: f"<loc>{t}</loc>"),
+    lastmod_text.map(lambda t: f"<lastmod>{t}</lastmod>"),
+    st.sampled_from(["<changefreq>daily</changefreq>", "<priority>0.5</priority>", "<loc/>", "<lastmod/>",
+                     '<image:image><image:loc>https://cdn.example.net/i.jpg</image:loc></image:image>',
+                     "<!-- note -->", "\n  ", '<x:loc xmlns:x="urn:other">https://www.example.com/other</x:loc>',
+                     "<wrap><loc>https://www.example.com/nested</loc></wrap>"]),
+)
+regular = st.builds(lambda loc, lastmod: f"<loc>{loc}</loc>" + (f"<lastmod>{lastmod}</lastmod>" if lastmod else ""),
+                    st.sampled_from(["https://www.example.com/r1", "https://www.example.com/r2"]),
+                    st.sampled_from(["", "2024-05-05"]))
+entry = st.one_of(
+    st.lists(child, max_size=5).map(lambda cs: "<url>" + "".join(cs) + "</url>"),
+    regular.map(lambda body: f"<url>{body}</url>"),
+    st.sampled_from(["<!-- between -->", "<other><loc>https://www.example.com/o</loc></other>", "\n", "<?pi?>",
+                     "<url/>"]),
+)
+
+
+def _document(entries: list[str], repeat: int, declaration: bool, root: str) -> bytes:
+    head = '<?xml version="1.0" encoding="UTF-8"?>\n' if declaration else ""
+    body = "".join(entries) * repeat
+    return (f'{head}<{root} xmlns="{NS}" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+            f"{body}</{root}>\n").encode()
+
+
+@given(st.lists(entry, max_size=12), st.sampled_from([1, 400]), st.booleans(), st.sampled_from(["urlset", "sitemapindex"]))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_batch_reading_equals_entry_by_entry_reading(monkeypatch, entries, repeat, declaration, root):
+    """Repeated 400 times a document spans several chunks, so batches split anywhere."""
+    if root == "sitemapindex":
+        entries = [e.replace("<url>", "<sitemap>").replace("</url>", "</sitemap>").replace("<url/>", "<sitemap/>")
+                   for e in entries]
+    body = _document(entries, repeat, declaration, root)
+    assert _parse(body) == _parse_entry_by_entry(body, monkeypatch)
+    cap = max(1, len(entries) * repeat // 2)
+    assert _parse(body, max_urls=cap) == _parse_entry_by_entry(body, monkeypatch, max_urls=cap)
+
+
+def _regular(n: int, lastmod: bool = True) -> bytes:
+    return _document([f"<url><loc>https://www.example.com/p/{i}</loc>"
+                      + (f"<lastmod>2024-01-{i % 28 + 1:02d}</lastmod>" if lastmod else "")
+                      + "<changefreq>monthly</changefreq></url>\n" for i in range(n)], 1, True, "urlset")
+
+
+@pytest.mark.parametrize("prefix", [b"", b"\xef\xbb\xbf", b'<?xml-stylesheet href="s.xsl"?>', b"<!-- c -->",
+                                    b"\xef\xbb\xbf<!-- c -->\n"])
+def test_prologs_with_and_without_a_declaration_read_alike(monkeypatch, prefix):
+    body = _regular(3000)
+    without = body[body.index(b"?>") + 3:]
+    for variant in (prefix + without, body if not prefix.startswith(b"\xef") else prefix[:3] + body):
+        parsed = _parse(variant)
+        assert parsed == _parse_entry_by_entry(variant, monkeypatch)
+        assert [e.link for e in parsed.entries] == [f"https://www.example.com/p/{i}" for i in range(3000)]
+
+
+def test_gzip_split_anywhere_reads_alike(monkeypatch):
+    body = _regular(2000)
+    for cut in (5, 30, 39, 40, 41, 100, len(body) // 2):
+        split = gzip.compress(body[:cut]) + gzip.compress(body[cut:])
+        assert _parse(split) == _parse_entry_by_entry(split, monkeypatch) == _parse(body)
+
+
+def test_url_cap_in_batches():
+    body = _regular(5000, lastmod=False)
+    assert len(sitemap.parse_sitemap(body, max_urls=5000).entries) == 5000
+    with pytest.raises(ListingUnreadable) as info:
+        sitemap.parse_sitemap(body, max_urls=4999)
+    assert info.value.reason == "sitemap_too_many_urls"
+
+
+@pytest.mark.parametrize("head, marked", [
+    (b'<?xml version="1.0"?><urlset/>', b'<?xml version="1.0"?>' + sitemap._MARKER + b"<urlset/>"),
+    (b"<urlset/>", sitemap._MARKER + b"<urlset/>"),
+    (b"\xef\xbb\xbf<urlset/>", b"\xef\xbb\xbf" + sitemap._MARKER + b"<urlset/>"),
+    (b'<?xml-stylesheet href="a"?><urlset/>', None),      # not a declaration: left alone
+    (b"<?xml version='1.0'", None),                      # declaration cut by the chunk
+    (b"<url", None),                                      # too short to tell
+])
+def test_marker_goes_only_where_the_prolog_allows_it(head, marked):
+    assert sitemap._marked(head) == marked
