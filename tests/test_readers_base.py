@@ -72,8 +72,11 @@ def test_zero_rows_is_success_D_50() -> None:
 
 
 ENCODINGS = [
-    # (body, Content-Type, kind, expected codec) — BOM, then charset, then meta/declaration, then fallback
-    (b"\xef\xbb\xbfhi", "text/html; charset=iso-8859-1", "html", "utf-8"),
+    # (body, Content-Type, kind, expected codec) — charset, then BOM, then meta/declaration, then fallback
+    (b"\xef\xbb\xbfhi", "text/html; charset=iso-8859-1", "html", "cp1252"),
+    (b"\xef\xbb\xbfhi", "text/html; charset=utf-8", "html", "utf-8"),
+    (b"\xef\xbb\xbfhi", "text/html", "html", "utf-8"),
+    (b"\xff\xfeh\x00i\x00", None, "html", "utf-16-le"),
     (b"\xff\xfeh\x00", "text/html", "html", "utf-16-le"),
     (b"<meta charset=utf-8>caf\xe9", "text/html; charset=windows-1252", "html", "cp1252"),
     (b"<meta charset=utf-8>x", "text/html; charset=ISO-8859-1", "html", "cp1252"),
@@ -149,3 +152,9 @@ def test_any_bytes_give_rows_or_a_failure_never_a_crash_and_the_same_twice_READ_
     else:
         assert first.code in ("decode_error", "column_mismatch")
     assert decode(pin, body, TYPES[pin.family_id], "https://example.com/p") == first
+
+
+def test_a_bom_of_the_declared_encoding_is_skipped_and_another_is_not():
+    """Issue 6: header first, then BOM; the declared encoding's own BOM is not text."""
+    assert detect_encoding(b"\xef\xbb\xbfhi", "text/html; charset=utf-8", "html") == ("utf-8", 3)
+    assert detect_encoding(b"\xef\xbb\xbfhi", "text/html; charset=iso-8859-1", "html") == ("cp1252", 0)

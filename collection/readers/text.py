@@ -88,12 +88,14 @@ def _codec(label: str | None) -> str | None:
 
 
 def _detect(body: bytes, content_type: str | None, kind: str) -> tuple[str, int]:
-    for bom, name in _BOMS:
-        if body.startswith(bom):
-            return name, len(bom)
+    # The order issue 6 fixes: the HTTP header, then the BOM, then the document's own
+    # declaration, then the fallback. A BOM of the declared encoding is still skipped.
+    bom_codec, bom_length = next(((name, len(bom)) for bom, name in _BOMS if body.startswith(bom)), (None, 0))
     declared = _codec(charset_parameter(content_type))
     if declared:
-        return declared, 0
+        return declared, bom_length if bom_codec == declared else 0
+    if bom_codec:
+        return bom_codec, bom_length
     head = body[:1024]
     if kind == "html":
         match = _META_CHARSET.search(head)
