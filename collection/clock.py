@@ -120,6 +120,15 @@ class VirtualClock:
             return self._participants
 
     # --- moving time -------------------------------------------------------------------
+    def set_wall(self, wall: float) -> None:
+        """Make `wall()` read `wall` now, without moving the monotonic scale: where a replayed
+        run starts (the start its recording noted). Legal only before the run begins, while
+        no thread takes part or sleeps, so nobody sees the wall clock jump."""
+        with self._cond:
+            if self._participants or self._sleepers or self._outsiders:
+                raise RuntimeError("the wall clock can be set only before a run begins")
+            self._wall_offset = float(wall) - self._now
+
     def advance(self, seconds: float) -> None:
         """Move time forward from outside (tests); wakes every sleeper whose deadline came."""
         if seconds < 0:

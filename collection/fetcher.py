@@ -91,6 +91,10 @@ class FetchOutcome:
     retries: int = 0
     redirects: int = 0
     ranges: int = 0
+    # When the fetch ended (wall clock, epoch seconds): the last exchange's `completed_at`
+    # when the transport reports one (a recording, a replay of one), else the clock's wall
+    # time when the outcome was made. The run loop timestamps the page with it.
+    completed_at: float | None = None
 
 
 # --- pure decisions -----------------------------------------------------------------------
@@ -200,12 +204,18 @@ class _Tally:
     retries: int = 0
     redirects: int = 0
     ranges: int = 0
+    completed_at: float | None = None     # the last exchange's end, as its transport reported it
+
+    def ended(self, at: float | None) -> None:
+        if at is not None:
+            self.completed_at = at
 
 
 @dataclass
 class _RobotsEntry:
     lock: threading.Lock = field(default_factory=threading.Lock)
     rules: object | None = None
+    completed_at: float | None = None     # when the robots.txt answer ended (if reported)
 
 
 class Fetcher:
@@ -244,7 +254,8 @@ class Fetcher:
                                    detail=f"stopped: {stop.ceiling}")
         except _Fail as fail:
             outcome = _failed(spec.url, fail.code, fail.detail, status=fail.status)
-        return _with_tally(outcome, tally)
+        at = tally.completed_at if tally.completed_at is not None else self.clock.wall()
+        return _with_tally(outcome, tally, at)
 
     def robots_rules(self, origin: str):
         """The robots.txt rules of `origin` for this run (fetched once, D-58)."""
@@ -252,7 +263,9 @@ class Fetcher:
             entry = self._robots.setdefault(origin, _RobotsEntry())
         with entry.lock:
             if entry.rules is None:
-                entry.rules = self._fetch_robots(origin)
+                robots_tally = _Tally()
+                entry.rules = self._fetch_robots(origin, robots_tally)
+                entry.completed_at = robots_tally.completed_at
                 delay = entry.rules.crawl_delay(self.token)
                 with self._lock:
                     self.politeness.set_crawl_delay(urlsplit(origin).hostname or "", delay)
@@ -268,6 +281,9 @@ class Fetcher:
         current, seen, cause = url, [url], B.INITIAL
         while True:
             if self.robots_enabled and not self._robots_allow(current):
+                # refused by the robots.txt answer: the fetch ends when that answer did
+                entry = self._robots.get(urls.origin_of(current))
+                tally.ended(entry.completed_at if entry is not None else None)
                 raise _Fail("robots_disallowed", f"robots.txt disallows {current} for {self.token}")
             result = self._attempts(spec, current, cause, tally)
             if isinstance(result, FetchOutcome):
@@ -388,9 +404,10 @@ class Fetcher:
         deadline = self.transport.monotonic() + self.request_timeout
         try:
             response = self.transport.send(Request(url, headers, target), deadline, before_write)
-        except TransportError:
+        except TransportError as exc:
             self._commit(kind, reservation, tally, cause)
             self._finish(holder.get("ticket"), None)
+            tally.ended(getattr(exc, "completed_at", None))
             raise
         except _Stop:
             if reservation is not None:
@@ -405,7 +422,7 @@ class Fetcher:
         retry_after = None
         if response.status in (429, 503):
             retry_after = parse_retry_after(response.header("Retry-After"), self.clock.wall())
-        return _Held(response, lambda: self._finish(holder.get("ticket"), retry_after))
+        return _Held(response, lambda: self._finish(holder.get("ticket"), retry_after), tally)
 
     def _commit(self, kind, reservation, tally: _Tally, cause: str) -> None:
         with self._lock:
@@ -551,7 +568,7 @@ class Fetcher:
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return bool(rules.verdict(self.token, path).allowed)
 
-    def _fetch_robots(self, origin: str):
+    def _fetch_robots(self, origin: str, tally: _Tally):
         """robots.txt per RFC 9309 and D-58: ≤5 redirects, 4xx allow, 5xx/network/truncated
         disallow, at least 500 KiB parsed; counted, never charged; paced like any request."""
         from collection import robots as R
@@ -561,7 +578,7 @@ class Fetcher:
         for _hop in range(MAX_REDIRECTS + 1):
             seen.append(current)
             try:
-                response = self._send(None, current, B.INITIAL, _Tally(), (("Accept", "text/plain, */*"),))
+                response = self._send(None, current, B.INITIAL, tally, (("Accept", "text/plain, */*"),))
             except TransportError:
                 return R.robots_policy_for_response(None, b"", False)
             except _Fail:
@@ -594,9 +611,10 @@ class Fetcher:
 class _Held:
     """A transport response that gives its politeness slot back when closed (once)."""
 
-    def __init__(self, response: Response, on_close: Callable[[], None]):
+    def __init__(self, response: Response, on_close: Callable[[], None], tally: _Tally | None = None):
         self._response = response
         self._on_close = on_close
+        self._tally = tally
         self.status = response.status
         self.headers = response.headers
 
@@ -613,6 +631,8 @@ class _Held:
                 self._response.close()
             finally:
                 on_close()
+                if self._tally is not None:
+                    self._tally.ended(getattr(self._response, "completed_at", None))
 
 
 def _retry_kind(exc: TransportError) -> str | None:
@@ -623,8 +643,8 @@ def _retry_kind(exc: TransportError) -> str | None:
     return TIMEOUT if exc.code == "timeout" else NETWORK_ERROR
 
 
-def _with_tally(outcome: FetchOutcome, tally: _Tally) -> FetchOutcome:
+def _with_tally(outcome: FetchOutcome, tally: _Tally, completed_at: float | None = None) -> FetchOutcome:
     from dataclasses import replace
 
     return replace(outcome, requests=tally.requests, retries=tally.retries,
-                   redirects=tally.redirects, ranges=tally.ranges)
+                   redirects=tally.redirects, ranges=tally.ranges, completed_at=completed_at)

@@ -1,6 +1,7 @@
 """Recorded exchanges: parse and validate a fixture document (pure). See docs/fixtures.md.
 
-A fixture is a JSON array of exchanges (schemas/fixture.schema.json): a request (GET, URL,
+A fixture is a JSON array of exchanges (schemas/fixture.schema.json), or an object holding
+that array and per-run metadata (a recording's run start times): a request (GET, URL,
 headers as pairs) and either one response or a sequence of responses (for successive runs,
 or successive requests within a run), plus behaviours a recording cannot show: a delay
 before the status line, a slow drip, a dropped connection, a hang.
@@ -44,6 +45,7 @@ class RecordedResponse:
     drop_after: int | None = None       # drop the connection after this many body bytes
     drop_before_headers: bool = False
     hang: str | None = None             # None, "before_headers" or "after_headers"
+    completed_at: float | None = None   # recorded: wall-clock epoch seconds the exchange ended
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,33 @@ class Exchange:
         return self.responses[min(max(index, 0), len(self.responses) - 1)]
 
 
+    def is_own(self, run: int, request_number: int) -> bool:
+        """Whether `response_for(run, request_number)` was recorded for exactly this run (not
+        a repeat of another run's answer): only then does its `completed_at` apply."""
+        if self.per == "run":
+            return run <= len(self.responses)
+        return run == 1 and request_number <= len(self.responses)
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """Per-run metadata of a recording: when run `run` started (wall-clock epoch seconds)."""
+
+    run: int
+    started_at: float
+
+
 @dataclass(frozen=True)
 class Fixture:
     exchanges: tuple[Exchange, ...]
+    runs: tuple[RecordedRun, ...] = ()
 
     def by_url(self) -> dict[str, Exchange]:
         return {exchange.url: exchange for exchange in self.exchanges}
+
+    def started_at(self, run: int) -> float | None:
+        """The recorded start of run `run`, or None (a fixture written without timing)."""
+        return next((r.started_at for r in self.runs if r.run == run), None)
 
 
 def _pointer(path) -> str:
@@ -96,7 +119,25 @@ def _response(doc: dict, pointer: str) -> RecordedResponse:
         drop_after=drop if isinstance(drop, int) and not isinstance(drop, bool) else None,
         drop_before_headers=drop is True or drop == "before_headers",
         hang="before_headers" if hang is True else (hang or None),
+        completed_at=float(doc["completed_at"]) if "completed_at" in doc else None,
     )
+
+
+def schema_errors(document) -> list:
+    """The schema's errors for `document`. The top level is one of two forms (an array, an
+    object); the errors reported are those of the form the document has, so they point at the
+    offending member rather than at the whole document."""
+    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
+    out = []
+    for error in validator.iter_errors(document):
+        if error.validator == "oneOf" and not error.absolute_path:
+            branch = 0 if isinstance(document, list) else 1
+            inner = [e for e in error.context if e.relative_schema_path and e.relative_schema_path[0] == branch]
+            if inner:
+                out.extend(inner)
+                continue
+        out.append(error)
+    return out
 
 
 def parse_fixture(document) -> Fixture:
@@ -106,20 +147,31 @@ def parse_fixture(document) -> Fixture:
             document = json.loads(document)
         except ValueError as exc:
             raise FixtureError("", f"not JSON: {exc}") from None
-    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
-    errors = sorted(validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    errors = sorted(schema_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         first = errors[0]
         raise FixtureError(_pointer(first.absolute_path), first.message)
+    # Two forms: an array of exchanges, or {"exchanges": [...], "runs": [...]} (a recording
+    # with per-run metadata).
+    prefix, runs = "", ()
+    if isinstance(document, dict):
+        prefix = "/exchanges"
+        runs_doc = document.get("runs", [])
+        numbers = [r["run"] for r in runs_doc]
+        for i, number in enumerate(numbers):
+            if number in numbers[:i]:
+                raise FixtureError(f"/runs/{i}/run", f"run {number} is already described")
+        runs = tuple(sorted((RecordedRun(r["run"], float(r["started_at"])) for r in runs_doc), key=lambda r: r.run))
+        document = document["exchanges"]
     exchanges, seen = [], {}
     for index, doc in enumerate(document):
-        pointer = f"/{index}"
+        pointer = f"{prefix}/{index}"
         try:
             url = urls.canonicalise(doc["request"]["url"])
         except urls.UrlError as exc:
             raise FixtureError(pointer + "/request/url", str(exc)) from None
         if url in seen:
-            raise FixtureError(pointer + "/request/url", f"{url} is already recorded at /{seen[url]}")
+            raise FixtureError(pointer + "/request/url", f"{url} is already recorded at {prefix}/{seen[url]}")
         seen[url] = index
         if "response" in doc:
             responses = (_response(doc["response"], pointer + "/response"),)
@@ -127,7 +179,7 @@ def parse_fixture(document) -> Fixture:
             responses = tuple(_response(r, f"{pointer}/responses/{i}") for i, r in enumerate(doc["responses"]))
         exchanges.append(Exchange(url, tuple((k, v) for k, v in doc["request"].get("headers", [])),
                                   responses, doc.get("per", "run"), doc.get("comment")))
-    return Fixture(tuple(exchanges))
+    return Fixture(tuple(exchanges), runs)
 
 
 # Media types whose bodies are written as text when they are valid UTF-8 (else base64).
@@ -176,11 +228,14 @@ def dump_response(r: RecordedResponse, body_file=None) -> dict:
         doc["drop_connection"] = r.drop_after
     if r.hang is not None:
         doc["hang"] = r.hang
+    if r.completed_at is not None:
+        doc["completed_at"] = r.completed_at
     return doc
 
 
-def dump_fixture(fixture: Fixture, *, body_file=None) -> list:
-    """The JSON value of a fixture, in the fixture's exchange order.
+def dump_fixture(fixture: Fixture, *, body_file=None) -> list | dict:
+    """The JSON value of a fixture, in the fixture's exchange order: an array of exchanges,
+    or `{"exchanges": [...], "runs": [...]}` when the fixture records per-run metadata.
 
     Bodies are inline — text when the media type is textual and the bytes are valid UTF-8,
     else base64 — unless `body_file(response)` returns a relative path for one (the caller
@@ -199,4 +254,6 @@ def dump_fixture(fixture: Fixture, *, body_file=None) -> list:
             entry["responses"] = responses
             entry["per"] = exchange.per
         out.append(entry)
+    if fixture.runs:
+        return {"exchanges": out, "runs": [{"run": r.run, "started_at": r.started_at} for r in fixture.runs]}
     return out

@@ -20,12 +20,10 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-import jsonschema
-
 from collection import urls
 from collection.discovery import ListingFailure, ListingResponse, start
-from collection.fixture import SCHEMA_NAME, Exchange, Fixture, FixtureError, RecordedResponse, parse_fixture
-from collection.resources import load_schema
+from collection.fixture import (Exchange, Fixture, FixtureError, RecordedResponse, parse_fixture,
+                                schema_errors)
 
 MAX_REDIRECTS = 5
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -61,8 +59,7 @@ def validate(data: bytes, folder: str | None) -> tuple[Fixture | None, list[Prob
     document, problems = read_document(data)
     if problems:
         return None, problems
-    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_NAME))
-    errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = sorted(schema_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         return None, [Problem(_pointer(e.absolute_path), e.message) for e in errors]
     try:
@@ -77,7 +74,9 @@ def validate(data: bytes, folder: str | None) -> tuple[Fixture | None, list[Prob
         responses = []
         for j, response in enumerate(exchange.responses):
             if response.body_file is not None:
-                where = f"/{i}/{'response' if 'response' in document[i] else f'responses/{j}'}/body/file"
+                entries = document["exchanges"] if isinstance(document, dict) else document
+                prefix = "/exchanges" if isinstance(document, dict) else ""
+                where = f"{prefix}/{i}/{'response' if 'response' in entries[i] else f'responses/{j}'}/body/file"
                 full = os.path.normpath(os.path.join(base, response.body_file))
                 if not full.startswith(base + os.sep):
                     problems.append(Problem(where, f"body file {response.body_file!r} leaves the fixture's folder"))
@@ -90,7 +89,7 @@ def validate(data: bytes, folder: str | None) -> tuple[Fixture | None, list[Prob
             responses.append(response)
         exchanges.append(Exchange(exchange.url, exchange.request_headers, tuple(responses), exchange.per,
                                   exchange.comment))
-    return Fixture(tuple(exchanges)), problems
+    return Fixture(tuple(exchanges), fixture.runs), problems
 
 
 def recorded_runs(fixture: Fixture) -> int:

@@ -9,8 +9,11 @@ Every decision is made by a pure module (registration, discovery, planner, merge
 politeness, budgets, readers); this module moves values between them, owns the threads,
 and turns run-level contradictions into refusals *before* anything is requested or
 written. The clock and the transport are injected (`Shell`), so a replay on a
-VirtualClock runs the very same code as a live run, and every timestamp comes from the
-injected clock's `wall()`.
+VirtualClock runs the very same code as a live run. Timestamps come from the fetches, not
+from separate clock reads: a page's time is when its fetch ended (`FetchOutcome.completed_at`,
+which a recording stores and its replay gives back), the discovery time is when the run's
+first listing answer ended (explicit discovery: the run's start), and the run's start is the
+one its transport reports when it has one (a replayed recording's), else the clock's wall.
 """
 
 from __future__ import annotations
@@ -173,13 +176,17 @@ def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool)
     return _Predecessor(ledger, rows, relation_path, run_number)
 
 
-def _discover(source: Source, fetcher: Fetcher, log) -> DiscoveryOutcome:
-    """Discovery's state machine driven with listing fetches (docs/discovery.md)."""
+def _discover(source: Source, fetcher: Fetcher, log) -> tuple[DiscoveryOutcome, float | None]:
+    """Discovery's state machine driven with listing fetches (docs/discovery.md); with it,
+    when the first listing fetch ended (None when discovery requested nothing)."""
     config = source.collection.discovery
     pages = source.collection.pages
     state = start_discovery(config, pages.allowed_origins, max_pages=pages.max_pages)
+    first_at: float | None = None
     while (request := state.next_request()) is not None:
         out = fetcher.fetch(FetchSpec(request.url, B.LISTING, request.accept))
+        if first_at is None:
+            first_at = out.completed_at
         if out.outcome == F_FETCHED:
             result = ListingResponse(request.url, out.status, out.headers, out.body or b"",
                                      requests=out.requests, final_url=out.final_url)
@@ -196,7 +203,7 @@ def _discover(source: Source, fetcher: Fetcher, log) -> DiscoveryOutcome:
         log("listing", url=request.url, outcome=out.outcome, status=out.status,
             code=out.failure_code or out.stopped_by)
         state = state.feed(result)     # DiscoveryShapeError propagates: COLLECTION_MERGE_INVALID
-    return state.outcome()
+    return state.outcome(), first_at
 
 
 class _Dispatcher:
@@ -297,7 +304,7 @@ class _Dispatcher:
 
 def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
     out = fetcher.fetch(FetchSpec(choice.url, B.PAGE, accepted))
-    at = rfc3339(clock.wall())
+    at = rfc3339(out.completed_at if out.completed_at is not None else clock.wall())
     if out.outcome == F_FETCHED:
         decoded = decode(pin, out.body or b"", header_value(out.headers, "Content-Type"), out.final_url or choice.url)
         if isinstance(decoded, DecodeFailure):
@@ -366,13 +373,16 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
     with StateStore(settings.state_dir, keep=settings.keep) as store:
         predecessor = _read_predecessor(store, columns, resync)
         run_number = predecessor.run_number + 1
+        transport = shell.transport_for(run_number)
         started_mono = clock.monotonic()
-        started_at = rfc3339(clock.wall())
+        # A replayed recording (or a recording) reports the run's start; else read the clock.
+        started_wall = getattr(transport, "started_at", None)
+        started_wall = clock.wall() if started_wall is None else started_wall
+        started_at = rfc3339(started_wall)
         deadline = None if settings.deadline_seconds is None else started_mono + settings.deadline_seconds
         budget = B.Budget(source.limits.max_requests, source.collection.discovery.max_requests,
                           source.limits.max_source_bytes, deadline)
         margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
-        transport = shell.transport_for(run_number)
         fetcher = Fetcher(transport, shell.egress_for(source), allowed_origins=pages.allowed_origins, budget=budget,
                           politeness=Politeness(pages.min_interval_seconds, pages.effective_concurrency, margin=margin),
                           clock=clock, retries=pages.retries, request_timeout=pages.request_timeout_seconds,
@@ -380,7 +390,7 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
         log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
         try:
             try:
-                discovery = _discover(source, fetcher, log)
+                discovery, first_listing_at = _discover(source, fetcher, log)
             except DiscoveryShapeError as exc:
                 raise RefusedError(Refusal(exc.code, "/collection/discovery/records/pointer",
                                            f"{exc.url}: {exc.message} (at {exc.pointer})", "REF-07, D-13")) from None
@@ -391,7 +401,7 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
                     "COLLECTION_DISCOVERY_FAILED", "/collection/discovery/url",
                     f"listing failed at {discovery.failure} and there is nothing to continue from"
                     + (f" ({discovery.diagnostics[-1]})" if discovery.diagnostics else ""), "REF-03, REF-04"))
-            now = rfc3339(clock.wall())
+            now = rfc3339(started_wall if first_listing_at is None else first_listing_at)
             prepared = prepare(predecessor.ledger, discovery, predecessor.relation_rows, now=now,
                                max_pages=pages.max_pages, allowed_origins=pages.allowed_origins)
             planner = Planner(prepared.ledger, revisit=Revisit(pages.revisit.kind, pages.revisit.seconds),

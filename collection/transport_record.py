@@ -19,7 +19,11 @@ What is recorded (docs/fixtures.md, "Recording"):
   media type, a cap) is recorded as far as it was read, which replays to the same outcome.
   Byte ranges of one object (206 answers continuing a 200 that advertised them) are stitched
   back into that 200, so replay serves the ranges from it with the same request counts.
-- Timing is not recorded (no `delay_seconds`, no `drip`): a recording is deterministic.
+- Behaviours of time are not recorded (no `delay_seconds`, no `drip`). When the transport is
+  given the run's clock, it stamps each exchange's end (`completed_at`: the body read, the
+  response closed, or the failure) and the run's start (`runs[].started_at`), so a replay of the
+  run reproduces the live run's timestamps (the run loop takes a page's time from its response).
+  Without a clock nothing is stamped and a recording is deterministic.
 
 Runs: run n of a state directory writes `responses[n-1]` of a per-run sequence, the same
 index replay serves for run n. Earlier runs missing for a URL are filled with the nearest
@@ -40,7 +44,7 @@ from typing import Callable
 
 from collection import urls
 from collection.canonical import canonical_json
-from collection.fixture import Exchange, Fixture, RecordedResponse, dump_fixture
+from collection.fixture import Exchange, Fixture, RecordedResponse, RecordedRun, dump_fixture
 from collection.transport import Request, TransportError, header_value
 
 # Bodies larger than this are written as files beside the fixture (content-addressed).
@@ -68,13 +72,21 @@ class _Capture:
     hang: str | None = None
     note: str | None = None
     done: bool = False
+    completed_at: float | None = None
+
+    def stamp(self, at: float | None) -> float | None:
+        """Note when the exchange ended (the first time only); returns the noted time."""
+        if self.completed_at is None and at is not None:
+            self.completed_at = at
+        return self.completed_at
 
     def response(self) -> RecordedResponse:
         return RecordedResponse(
             # A connection that failed before the status line has no status; 200 stands in
             # (the schema needs one, and replay fails before it is ever read).
             status=self.status if self.status is not None else 200, headers=self.headers, body=bytes(self.body),
-            drop_after=self.drop_after, drop_before_headers=self.drop_before_headers, hang=self.hang)
+            drop_after=self.drop_after, drop_before_headers=self.drop_before_headers, hang=self.hang,
+            completed_at=self.completed_at)
 
 
 def _range_start(headers: tuple[tuple[str, str], ...]) -> int | None:
@@ -99,11 +111,13 @@ def _content_range_start(value: str | None) -> tuple[int, int] | None:
 class Recorder:
     """Collects the exchanges of run `run` (1-based) on top of an earlier fixture. Thread-safe."""
 
-    def __init__(self, run: int = 1, base: Fixture | None = None):
+    def __init__(self, run: int = 1, base: Fixture | None = None, started_at: float | None = None):
         if run < 1:
             raise ValueError("run numbers start at 1")
         self.run = run
+        self.started_at = started_at            # when run `run` started (wall clock), if known
         self._base = {e.url: e for e in (base.exchanges if base is not None else ())}
+        self._base_runs = {r.run: r for r in (base.runs if base is not None else ())}
         self._captures: dict[str, list[_Capture]] = {}
         self._lock = threading.Lock()
 
@@ -143,6 +157,8 @@ class Recorder:
                 if whole.status == 200 and span[0] == len(whole.body) and whole.drop_after is None \
                         and whole.hang is None:
                     whole.body.extend(capture.body)
+                    if capture.completed_at is not None:
+                        whole.completed_at = capture.completed_at   # the object ended with its last range
                     continue
             if capture.status == 206 and answers and capture.range_start is not None:
                 notes.append(f"a range answer at byte {capture.range_start} did not continue the recorded body")
@@ -161,7 +177,10 @@ class Recorder:
             comment = "; ".join(dict.fromkeys(notes)) or None
             earlier = self._base.get(url)
             exchanges[url] = self._merge(url, earlier, answers, items[0].request_headers, comment)
-        return Fixture(tuple(exchanges[url] for url in sorted(exchanges)))
+        runs = dict(self._base_runs)
+        if self.started_at is not None:
+            runs[self.run] = RecordedRun(self.run, self.started_at)
+        return Fixture(tuple(exchanges[url] for url in sorted(exchanges)), tuple(runs[n] for n in sorted(runs)))
 
     def _merge(self, url: str, earlier: Exchange | None, answers: list[RecordedResponse],
                request_headers, comment: str | None) -> Exchange:
@@ -175,9 +194,10 @@ class Recorder:
             request_headers = earlier.request_headers or request_headers
             comment = "; ".join(c for c in dict.fromkeys((earlier.comment, comment)) if c) or None
         if not history:
-            history = [answers[-1]]
+            history = [replace(answers[-1], completed_at=None)]
         while len(history) < self.run:
-            history.append(history[-1])     # runs in between saw the previous answer (it repeats)
+            # runs in between saw the previous answer (it repeats); its time was another run's
+            history.append(replace(history[-1], completed_at=None))
         history[self.run - 1] = answers[-1]
         while len(history) > 1 and history[-1] == history[-2]:
             history.pop()
@@ -190,8 +210,14 @@ class Recorder:
         return fixture
 
 
-def fixture_text(document: list) -> str:
-    """The canonical text of a fixture document: one exchange per line, keys sorted."""
+def fixture_text(document: list | dict) -> str:
+    """The canonical text of a fixture document: one exchange per line, keys sorted (the
+    object form: its exchanges the same way, then the per-run metadata on one line)."""
+    if isinstance(document, dict):
+        rest = {k: v for k, v in document.items() if k != "exchanges"}
+        body = fixture_text(document["exchanges"]).rstrip("\n")
+        return ('{"exchanges":' + body + "".join(f',\n{canonical_json(k)}:{canonical_json(rest[k])}'
+                                                for k in sorted(rest)) + "}\n")
     if not document:
         return "[]\n"
     return "[\n" + ",\n".join(canonical_json(entry) for entry in document) + "\n]\n"
@@ -237,11 +263,20 @@ def _atomic_write(path: str, data: bytes) -> None:
 
 
 class _RecordingResponse:
-    def __init__(self, inner, capture: _Capture):
+    def __init__(self, inner, capture: _Capture, clock=None):
         self._inner = inner
         self._capture = capture
+        self._clock = clock
         self.status = inner.status
         self.headers = inner.headers
+        self.completed_at: float | None = None      # set when the exchange ends (with a clock)
+
+    def _stamp(self) -> None:
+        # A replayed inner response already knows its recorded end; else read the run's clock.
+        at = getattr(self._inner, "completed_at", None)
+        if at is None and self._clock is not None:
+            at = _now(self._clock)
+        self.completed_at = self._capture.stamp(at)
 
     def header(self, name: str) -> str | None:
         return self._inner.header(name)
@@ -259,6 +294,7 @@ class _RecordingResponse:
                 if exc.code not in _EXACT_CODES:
                     capture.note = f"recorded {exc.code} during the body as a dropped connection"
                 capture.done = True
+                self._stamp()
             raise
         if not capture.done:
             if data:
@@ -270,6 +306,14 @@ class _RecordingResponse:
     def close(self) -> None:
         self._capture.done = True
         self._inner.close()
+        if self.completed_at is None:
+            self._stamp()
+
+
+def _now(clock) -> float:
+    """The clock's wall time to the microsecond: what the fixture keeps, so the live run and
+    its replay hold the very same number."""
+    return round(clock.wall(), 6)
 
 
 class RecordingTransport:
@@ -281,8 +325,9 @@ class RecordingTransport:
     state directory's run number when it is known: repeats collapse, so the count can be low).
     """
 
-    def __init__(self, inner, recorder: "Recorder | str", *, run: int | None = None):
+    def __init__(self, inner, recorder: "Recorder | str", *, run: int | None = None, clock=None):
         self.inner = inner
+        self.clock = clock
         self.path: str | None = None
         if isinstance(recorder, (str, os.PathLike)):
             self.path = os.fspath(recorder)
@@ -295,6 +340,16 @@ class RecordingTransport:
                     run = max([len(e.responses) for e in base.exchanges if e.per == "run"] + [0]) + 1
             recorder = Recorder.load(self.path, run=run)
         self.recorder = recorder
+        if recorder.started_at is None:
+            # The run's start: a replayed run's recorded one, else now (the run loop takes
+            # `started_at` from its transport when it has one, so both agree).
+            inner_start = getattr(inner, "started_at", None)
+            recorder.started_at = inner_start if inner_start is not None else (
+                _now(clock) if clock is not None else None)
+
+    @property
+    def started_at(self) -> float | None:
+        return self.recorder.started_at
 
     def monotonic(self) -> float:
         return self.inner.monotonic()
@@ -312,6 +367,8 @@ class RecordingTransport:
             if exc.code not in _EXACT_CODES:
                 capture.note = f"recorded {exc.code} before the status line as a dropped connection"
             capture.done = True
+            at = getattr(exc, "completed_at", None)
+            exc.completed_at = capture.stamp(at if at is not None or self.clock is None else _now(self.clock))
             raise
         except BaseException:
             # Not an exchange (a refused header, the run's own deadline): nothing to record.
@@ -319,7 +376,7 @@ class RecordingTransport:
             raise
         capture.status = response.status
         capture.headers = tuple(response.headers)
-        return _RecordingResponse(response, capture)
+        return _RecordingResponse(response, capture, self.clock)
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)

@@ -10,6 +10,11 @@ origin that has none; RFC 9309 then allows everything).
 
 Byte ranges: a 200 recorded with `Accept-Ranges: bytes` answers `Range` requests with 206
 slices, honouring `If-Range` against its ETag or Last-Modified.
+
+Recorded times: an answer with a `completed_at` of the run being replayed moves the clock
+forward to it (never back) and reports it as the response's (or the failure's)
+`completed_at`, so the fetcher timestamps the fetch as the live run did; `started_at` is
+the run's recorded start (the shell sets the virtual clock there before the run).
 """
 
 from __future__ import annotations
@@ -59,11 +64,13 @@ def load_fixture(path: str) -> Fixture:
                     raise FixtureError(f"/{i}", f"cannot read body file {response.body_file!r}: {exc}") from None
             responses.append(response)
         exchanges.append(replace(exchange, responses=tuple(responses)))
-    return Fixture(tuple(exchanges))
+    return Fixture(tuple(exchanges), fixture.runs)
 
 
 class _ReplayResponse:
-    def __init__(self, status: int, headers, body: bytes, recorded: RecordedResponse, clock, deadline: float):
+    def __init__(self, status: int, headers, body: bytes, recorded: RecordedResponse, clock, deadline: float,
+                 completed_at: float | None = None):
+        self.completed_at = completed_at        # the recorded end of this exchange, if any
         self.status = status
         self.headers = headers
         self._body = body
@@ -117,6 +124,9 @@ class ReplayTransport:
         self._lock = threading.Lock()
         self._on_request = on_request
         self.requests: list[Request] = []
+        # The recorded start of this run (None when the fixture has no timing); the shell sets
+        # the virtual clock there before the run begins.
+        self.started_at = fixture.started_at(run)
 
     def monotonic(self) -> float:
         return self._clock.monotonic()
@@ -140,19 +150,25 @@ class ReplayTransport:
                 raise TransportError("replay_missing", f"no recorded exchange for {url}")
         else:
             recorded = exchange.response_for(self._run, number)
+        # A recorded end time belongs to the run that recorded it, not to runs repeating it.
+        completed_at = recorded.completed_at if exchange is not None and exchange.is_own(self._run, number) else None
         if recorded.body is None:
             raise TransportError("replay_missing", f"body file of {url} was not loaded (use load_fixture)")
         if recorded.hang == "before_headers":
             self._clock.sleep_until(deadline)
-            raise TransportError("timeout", "no answer before the attempt deadline", retryable=True)
+            self._catch_up(completed_at)
+            raise _stamped(TransportError("timeout", "no answer before the attempt deadline", retryable=True),
+                           completed_at)
         if recorded.delay_seconds:
             arrival = self._clock.monotonic() + recorded.delay_seconds
             if arrival >= deadline:
                 self._clock.sleep_until(deadline)
                 raise TransportError("timeout", "no answer before the attempt deadline", retryable=True)
             self._clock.sleep_until(arrival)
+        self._catch_up(completed_at)
         if recorded.drop_before_headers:
-            raise TransportError("connection_error", "connection dropped (recorded behaviour)", retryable=True)
+            raise _stamped(TransportError("connection_error", "connection dropped (recorded behaviour)",
+                                          retryable=True), completed_at)
         status, body = recorded.status, recorded.body
         # Bodies are recorded decoded, so an encoding header would describe bytes that are
         # not served; the length is recomputed for the same reason.
@@ -162,7 +178,23 @@ class ReplayTransport:
         headers.extend(extra)
         if not any(k.lower() == "content-length" for k, _ in headers):
             headers.append(("Content-Length", str(len(body))))
-        return _ReplayResponse(status, tuple(headers), body, recorded, self._clock, deadline)
+        return _ReplayResponse(status, tuple(headers), body, recorded, self._clock, deadline, completed_at)
+
+    def _catch_up(self, completed_at: float | None) -> None:
+        """Move the clock to a recorded end time that is still ahead, so the replay keeps the
+        live run's pace (the time the origin took, the gaps the run kept) and timestamps."""
+        if completed_at is None:
+            return
+        now = self._clock.monotonic()
+        target = now + (completed_at - self._clock.wall())
+        if target > now:
+            self._clock.sleep_until(target)
+
+
+def _stamped(error: TransportError, completed_at: float | None) -> TransportError:
+    """A failure carries the recorded end of its exchange, as a response does."""
+    error.completed_at = completed_at
+    return error
 
 
 def _range(request: Request, recorded: RecordedResponse, status: int, body: bytes):

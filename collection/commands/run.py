@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 
 from collection.canonical import ordered_json
+
+from collection.canonical import ordered_json
 from collection.clock import SystemClock, VirtualClock
 from collection.egress import Egress, parse_resolve
 from collection.refusal import RefusedError
@@ -33,14 +35,15 @@ def _read(path: str, what: str) -> bytes:
         raise AssertionError  # unreachable
 
 
-def _recording(transport, path: str):
-    """Wrap a transport so the run is written as a fixture (`--record`). The recording
-    transport lives in its own module; this is the one line that plugs it in."""
+def _recording(transport, path: str, run_number: int, clock):
+    """Wrap a transport so run `run_number` of the state directory is written as a fixture
+    (`--record`), each exchange stamped with its end on the run's clock (so a replay gives the
+    same timestamps). The recording transport lives in its own module; this plugs it in."""
     try:
         from collection.transport_record import RecordingTransport
     except ImportError:
         raise RunUsageError("--record is not available in this build") from None
-    return RecordingTransport(transport, path)
+    return RecordingTransport(transport, path, run=run_number, clock=clock)
 
 
 def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None, resolve: tuple[str, ...],
@@ -64,8 +67,13 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
         clock = VirtualClock()
 
         def transport_for(run_number: int):
+            # A recorded run starts its virtual clock where the live run started (a fixture
+            # without timing keeps the fixed epoch).
+            started = fixture.started_at(run_number)
+            if started is not None:
+                clock.set_wall(started)
             transport = ReplayTransport(fixture, clock, run=run_number)
-            return _recording(transport, record) if record else transport
+            return _recording(transport, record, run_number, clock) if record else transport
 
         def egress_for(source):
             # Replay opens no connection: map every allowed host so no name is resolved.
@@ -83,11 +91,13 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
     except ValueError as exc:
         raise RunUsageError(str(exc)) from None
 
+    clock = SystemClock()
+
     def live_transport(run_number: int):
         transport = Urllib3Transport(ca_bundle=ca_bundle, token=token, info_url=info_url)
-        return _recording(transport, record) if record else transport
+        return _recording(transport, record, run_number, clock) if record else transport
 
-    return Shell(SystemClock(), live_transport, lambda source: Egress(resolve_map), token)
+    return Shell(clock, live_transport, lambda source: Egress(resolve_map), token)
 
 
 def human_summary(record: dict) -> str:
@@ -107,6 +117,7 @@ def human_summary(record: dict) -> str:
         f"{record['rows']} rows",
         f"  requests {req['total']} (listing {req['listing']}, page {req['page']}, redirect {req['redirect']}, "
         f"retry {req['retry']}, robots {req['robots']}), {record['bytes']} bytes, {record['duration_seconds']} s",
+        f"  coverage {ordered_json(cov)}",
     ]
     for c in record["corrections"][:10]:
         lines.append(f"  corrected {c['page_id']} → revision {c['revision']}")
