@@ -113,6 +113,8 @@ class Compiler:
         if keyword == "type":
             names = value if isinstance(value, list) else [value]
             tests = [_is_type(n) for n in names]
+            if len(tests) == 1:
+                return tests[0]
             return lambda v: any(t(v) for t in tests)
         if keyword == "$ref":
             key = f"{id(document)}{value}"
@@ -178,7 +180,14 @@ class Compiler:
             return lambda v: not isinstance(v, list) or len({_json_key(i) for i in v}) == len(v)
         if keyword == "items":
             sub = self._compile(value, document)
-            return lambda v: not isinstance(v, list) or all(sub(i) for i in v)
+
+            def items(v: Any) -> bool:
+                if isinstance(v, list):
+                    for item in v:
+                        if not sub(item):
+                            return False
+                return True
+            return items
         if keyword == "allOf":
             return _all_of(tuple(self._compile(s, document) for s in value))
         if keyword == "anyOf":
