@@ -215,28 +215,38 @@ def unreachable_reason(url: str, allowed_origins: frozenset[str] | tuple[str, ..
         return "backslash in address"
     if _WHITESPACE.search(url):
         return "whitespace or control character in address"
-    try:
-        url.encode("ascii")
-    except UnicodeEncodeError:
-        pass  # non-ASCII in path or query is percent-encoded on the wire; the host is checked below
-    parts = urlsplit(url)
-    if parts.scheme != "https":
-        return "not https"
-    userinfo, host, port = _split_netloc(parts.netloc)
-    if userinfo is not None:
-        return "userinfo in address"
-    if port is not None:
-        return "port other than 443"
-    try:
-        host.encode("ascii")
-    except UnicodeEncodeError:
-        return "non-ASCII host"
+    plain = _PLAIN_HTTPS.fullmatch(url)
+    if plain is not None:
+        # What urlsplit would find: scheme https, and a netloc that is this bare ASCII host.
+        host = plain.group(1)
+    else:
+        refusal, host = _https_host(url)
+        if refusal:
+            return refusal
     problem = host_problem(host)
     if problem:
         return problem
     if f"https://{host}" not in allowed_origins:
         return "origin not in allowed_origins"
     return None
+
+
+def _https_host(url: str) -> tuple[str | None, str]:
+    """(why not, "") when `url` is not https with a bare ASCII host; else (None, host)."""
+    # Non-ASCII in path or query is percent-encoded on the wire; only the host is checked.
+    parts = urlsplit(url)
+    if parts.scheme != "https":
+        return "not https", ""
+    userinfo, host, port = _split_netloc(parts.netloc)
+    if userinfo is not None:
+        return "userinfo in address", ""
+    if port is not None:
+        return "port other than 443", ""
+    try:
+        host.encode("ascii")
+    except UnicodeEncodeError:
+        return "non-ASCII host", ""
+    return None, host
 
 
 def is_canonical_origin(text: str) -> bool:

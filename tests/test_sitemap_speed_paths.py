@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import collection.listing_sitemap as sitemap
 from collection.listing_common import DiscoveryShapeError, ListingUnreadable
-from collection.urls import UrlError, _TRIM, _canonicalise_general, canonicalise
+from collection.urls import (_TRIM, _WHITESPACE, UrlError, _canonicalise_general, _split_netloc, canonicalise,
+                             host_problem, unreachable_reason)
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
@@ -72,6 +73,49 @@ def test_canonicalise_fast_path_equals_general_path_on_any_text(text, base):
 ])
 def test_canonicalise_corner_cases(link, base, expected):
     assert canonicalise(link, base) == expected == _reference(link, base)
+
+
+def _unreachable_reference(url: str, allowed) -> str | None:
+    """unreachable_reason as it was before its fast path, step by step."""
+    from urllib.parse import urlsplit
+    if "\\" in url:
+        return "backslash in address"
+    if _WHITESPACE.search(url):
+        return "whitespace or control character in address"
+    parts = urlsplit(url)
+    if parts.scheme != "https":
+        return "not https"
+    userinfo, host, port = _split_netloc(parts.netloc)
+    if userinfo is not None:
+        return "userinfo in address"
+    if port is not None:
+        return "port other than 443"
+    try:
+        host.encode("ascii")
+    except UnicodeEncodeError:
+        return "non-ASCII host"
+    problem = host_problem(host)
+    if problem:
+        return problem
+    if f"https://{host}" not in allowed:
+        return "origin not in allowed_origins"
+    return None
+
+
+ALLOWED = frozenset({"https://www.example.com", "https://a"})
+
+
+@given(plain_links, bases)
+@example("https://www.example.com\\x", None)
+@settings(max_examples=1500)
+def test_unreachable_reason_fast_path_equals_general_path(link, base):
+    def outcome(check, url):
+        try:
+            return check(url, ALLOWED)
+        except ValueError as exc:   # a broken IPv6 literal; canonical addresses never have one
+            return type(exc)
+    for url in (link, _fast(link, base)):
+        assert outcome(unreachable_reason, url) == outcome(_unreachable_reference, url)
 
 
 # --- sitemap ---------------------------------------------------------------------------
