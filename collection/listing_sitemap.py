@@ -2,8 +2,8 @@
 
 A sitemap is the one listing whose size the publisher, not the recipe, decides, so it is
 read as a stream: decompressed chunk by chunk under a byte cap, screened for DOCTYPE and
-entity declarations, fed to a pull parser, and each <url> cleared once read. The tree in
-memory never holds more than one entry.
+entity declarations, fed to a pull parser, and the entries completed by each chunk read
+together and cleared. The tree in memory never holds more than one chunk's entries.
 """
 
 from __future__ import annotations
