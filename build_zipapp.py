@@ -19,17 +19,29 @@ What it does, needing nothing but python3 (3.11+), git and access to PyPI:
 3. builds the project wheel from the staged copy (pyproject decides what ships: the
    `collection` and `conformance` packages and `schemas/` as `collection.schemas`; its
    `dependencies` become the wheel's requirements, which pex resolves for every target);
-4. runs pex: `--venv`, wheels only, one `--platform` per target, shebang
-   `/usr/bin/env python3`, timestamps fixed (`--no-use-system-time`, SOURCE_DATE_EPOCH =
-   commit time), so two builds of one commit give one sha256 as long as PyPI serves the
-   same dependency versions.
+4. resolves the project wheel's dependencies for every target into a local wheelhouse
+   (`pex3 download`: pex's own resolver, so the same versions pex itself would pick);
+5. slims the wheels there (see SLIM): drops files that exist only for building against or
+   testing a dependency (lxml's C headers and Cython sources, test suites), which pex
+   would otherwise unpack into PEX_ROOT on every first run. Each slimmed wheel keeps its
+   name and, for every other entry, its contents, order, timestamp, permissions and
+   compression method, and gets a regenerated RECORD: it depends only on the wheel PyPI
+   served (not on the commit or the clock), so it is reproducible and every build of
+   the pyz shares one extracted copy of it in PEX_ROOT;
+6. runs pex on the wheelhouse alone (`--no-pypi --find-links`): `--venv`, wheels only, one
+   `--platform` per target, shebang `/usr/bin/env python3`, timestamps fixed
+   (`--no-use-system-time`, SOURCE_DATE_EPOCH = commit time), so two builds of one commit
+   give one sha256 as long as PyPI serves the same dependency versions.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
+import csv
 import fcntl
+import fnmatch
 import hashlib
 import io
 import os
@@ -39,6 +51,7 @@ import sys
 import tarfile
 import tempfile
 import venv
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -61,6 +74,21 @@ ARCHES = ["x86_64", "aarch64"]
 PLATFORMS = [f"manylinux2014_{arch}-cp-{py.replace('.', '')}-cp{py.replace('.', '')}"
              for py in PYTHONS for arch in ARCHES]
 SHEBANG = "/usr/bin/env python3"
+
+# Files dropped from dependency wheels before pex embeds them: only what exists for building
+# against a package or for testing it, never anything run time imports or reads. pex unpacks
+# every embedded wheel (all six targets) on a pyz's first run, and that run's cost is per
+# file, so each file cut here is cut six times for native packages. fnmatch patterns on the
+# path inside the wheel (`*` also matches `/`), keyed by the wheel's project name.
+SLIM: dict[str, tuple[str, ...]] = {
+    # C headers of libxml2/libxslt/lxml, Cython declarations (.pxd), sources (.pyx) and
+    # includes (.pxi): lxml.get_include() and `cimport lxml...` use them, nothing at run time.
+    "lxml": ("lxml/includes/*", "lxml/*.h", "lxml/*.pxd", "lxml/*.pyx", "lxml/*.pxi"),
+    # Test suites and benchmarks: imported by their own test runners only.
+    "jsonschema": ("jsonschema/tests/*", "jsonschema/benchmarks/*"),
+    "jsonschema_specifications": ("jsonschema_specifications/tests/*",),
+    "referencing": ("referencing/tests/*",),
+}
 
 
 def log(msg: str) -> None:
@@ -122,6 +150,95 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def slim_wheel(path: Path, patterns: tuple[str, ...]) -> int:
+    """Rewrite the wheel at `path` in place without the files matching `patterns`; returns how
+    many files were dropped (0: the wheel is left untouched).
+
+    Deterministic: kept entries keep their order, names, timestamps, permissions and
+    compression method, so the result depends only on the input wheel and `patterns` (the
+    timestamps are the wheel's own, not SOURCE_DATE_EPOCH: pex caches an installed wheel by
+    its hash, and a commit-independent hash lets every build share that cache entry). The
+    RECORD is rewritten (sha256 and size of every kept file, RECORD itself without hash, as
+    the wheel spec says), after checking every kept file against the original RECORD.
+    Directory entries left empty are dropped with their contents.
+    """
+    with zipfile.ZipFile(path) as zin:
+        infos = zin.infolist()
+        dist_info = {i.filename.split("/")[0] for i in infos if i.filename.split("/")[0].endswith(".dist-info")}
+        if len(dist_info) != 1:
+            raise SystemExit(f"build_zipapp: {path.name}: expected one .dist-info, found {sorted(dist_info)}")
+        record_name = f"{dist_info.pop()}/RECORD"
+        record = {row[0]: (row[1], row[2])
+                  for row in csv.reader(io.StringIO(zin.read(record_name).decode("utf-8"))) if row}
+
+        def dropped(name: str) -> bool:
+            if name.split("/")[0].endswith((".dist-info", ".data")):
+                return False                       # metadata, scripts, headers of the dist: untouched
+            return any(fnmatch.fnmatchcase(name, pat) for pat in patterns)
+
+        files = [i for i in infos if not i.is_dir()]
+        drop = {i.filename for i in files if dropped(i.filename)}
+        if not drop:
+            return 0
+        kept_files = [i.filename for i in files if i.filename not in drop]
+        kept = [i for i in infos
+                if (i.is_dir() and any(f.startswith(i.filename) for f in kept_files))
+                or (not i.is_dir() and i.filename not in drop)]
+        if any(name.endswith((".jws", ".p7s")) and "/RECORD" in name for name in kept_files):
+            raise SystemExit(f"build_zipapp: {path.name} is signed; slimming would break its signature")
+
+        rows, payload = [], {}
+        for info in kept:
+            if info.is_dir():
+                continue
+            data = zin.read(info)
+            payload[info.filename] = data
+            if info.filename == record_name:
+                rows.append((record_name, "", ""))
+                continue
+            digest = _record_hash(data)
+            if record.get(info.filename) != (digest, str(len(data))):
+                raise SystemExit(f"build_zipapp: {path.name}: {info.filename} does not match its RECORD entry")
+            rows.append((info.filename, digest, str(len(data))))
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerows(rows)
+        payload[record_name] = text.getvalue().encode("utf-8")
+
+        tmp = path.with_name(path.name + ".slim")
+        with zipfile.ZipFile(tmp, "w") as zout:
+            for info in kept:
+                out = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+                out.external_attr = info.external_attr
+                out.create_system = info.create_system
+                out.compress_type = info.compress_type
+                if info.is_dir():
+                    zout.writestr(out, b"")
+                else:
+                    zout.writestr(out, payload[info.filename])
+    os.replace(tmp, path)
+    return len(drop)
+
+
+def wheel_project(filename: str) -> str:
+    """The normalised project name of a wheel file name (`jsonschema_specifications-2025...`)."""
+    return filename.split("-")[0].lower().replace(".", "_").replace("-", "_")
+
+
+def slim_wheelhouse(wheelhouse: Path) -> None:
+    total = 0
+    for whl in sorted(wheelhouse.glob("*.whl")):
+        patterns = SLIM.get(wheel_project(whl.name))
+        if patterns:
+            n = slim_wheel(whl, patterns)
+            total += n
+            log(f"slimmed {whl.name}: {n} build/test-only files dropped")
+    log(f"slimmed the wheelhouse: {total} files dropped in all")
+
+
 def boot_check(pyz: Path, commit: str) -> None:
     """Run the fresh pyz once (`--version`, empty PEX_ROOT) under this interpreter when it is
     one of the targets: a pyz whose dependencies do not resolve at boot is never shipped."""
@@ -163,20 +280,27 @@ def build(output: Path, commit: str = "HEAD", check: bool = True,
                  "--no-build-isolation", "-w", str(wheels), str(src)], env=env, cwd=tmp,
                 stdout=subprocess.DEVNULL)
             (wheel,) = wheels.glob("collection-*.whl")
+            resolve_args = [*[arg for plat in PLATFORMS for arg in ("--platform", plat)],
+                            "--pip-version", PIP_VERSION,  # pex's vendored pip 20.3 mis-resolves extras (PEP 685)
+                            "--no-build",                  # native deps as wheels for every target, never sdists
+                            "--no-emit-warnings"]
+            wheelhouse = Path(tmp) / "wheelhouse"
+            log(f"resolving the dependencies for {len(PLATFORMS)} targets: {', '.join(PLATFORMS)}")
+            run([str(py), "-m", "pex.cli", "download", str(wheel), "-d", str(wheelhouse), *resolve_args],
+                env=env, cwd=tmp, stdout=sys.stderr)
+            slim_wheelhouse(wheelhouse)
             output.parent.mkdir(parents=True, exist_ok=True)
             partial = output.with_name(output.name + ".partial")
             cmd = [str(py), "-m", "pex", str(wheel),
+                   "--no-pypi", "--find-links", str(wheelhouse),  # the slimmed wheels, nothing else
                    "--console-script", "collection",
                    "--venv",
-                   *[arg for plat in PLATFORMS for arg in ("--platform", plat)],
+                   *resolve_args,
                    "--python-shebang", SHEBANG,
-                   "--pip-version", PIP_VERSION,  # pex's vendored pip 20.3 mis-resolves extras (PEP 685)
-                   "--no-build",                  # native deps as wheels for every target, never sdists
                    "--no-use-system-time",        # fixed zip timestamps: reproducible
-                   "--no-emit-warnings",
                    *(extra_pex_args or []),
                    "-o", str(partial)]
-            log(f"running pex for {len(PLATFORMS)} targets: {', '.join(PLATFORMS)}")
+            log("running pex on the wheelhouse")
             run(cmd, env=env, cwd=tmp, stdout=sys.stderr)
             if check:
                 boot_check(partial, commit)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Startup of `collection.pyz --help`, first run and warm, against baselines in the same run.
 
-    .venv/bin/python bench/startup.py [--runs 15] [--first-runs 5] [--pyz dist/collection.pyz]
+    .venv/bin/python bench/startup.py [--runs 15] [--first-runs 5] [--pyz dist/collection.pyz] [--no-build]
 
 Measures, interleaved round-robin so drift hits every row alike, the median wall time of:
 
@@ -12,7 +12,9 @@ Measures, interleaved round-robin so drift hits every row alike, the median wall
 
 `python` is the real interpreter behind this venv (not a pyenv shim, whose own bash start
 would dominate). The pyz is built with build_zipapp.py if missing or built from another
-commit. Targets: warm <= 0.30 s, first run <= 2.5 s.
+commit, unless --no-build (to compare builds: measure the given pyz as it is). A first run's
+cost is mostly pex creating files in PEX_ROOT, so the report counts them too. Targets:
+warm <= 0.30 s, first run <= 2.5 s.
 """
 
 from __future__ import annotations
@@ -59,14 +61,16 @@ def ensure_pyz(pyz: Path) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def du(path: Path) -> int:
-    total = 0
+def du(path: Path) -> tuple[int, int]:
+    """(bytes, regular files) under `path`, symlinks not counted."""
+    total = count = 0
     for dirpath, _dirs, files in os.walk(path):
         for f in files:
             p = os.path.join(dirpath, f)
             if not os.path.islink(p):
                 total += os.lstat(p).st_size
-    return total
+                count += 1
+    return total, count
 
 
 def timed(cmd: list[str], env: dict[str, str], cwd: str) -> float:
@@ -84,10 +88,16 @@ def main() -> int:
     ap.add_argument("--python", default=real_python(), help="interpreter to run the pyz with")
     ap.add_argument("--runs", type=int, default=15, help="runs of each warm row")
     ap.add_argument("--first-runs", type=int, default=5, help="first runs (each on an empty PEX_ROOT)")
+    ap.add_argument("--no-build", action="store_true",
+                    help="measure --pyz as it is, even if built from another commit")
     args = ap.parse_args()
 
     pyz = args.pyz.resolve()
-    ensure_pyz(pyz)
+    if args.no_build:
+        if not pyz.is_file():
+            ap.error(f"--no-build: {pyz} does not exist")
+    else:
+        ensure_pyz(pyz)
     py = args.python
     console = ROOT / ".venv" / "bin" / "collection"
 
@@ -111,7 +121,7 @@ def main() -> int:
 
         # One untimed first run fills the warm cache and tells how much it holds.
         first_one = timed(pyz_cmd, warm_env, str(cwd))
-        cache_bytes = du(warm_root)
+        cache_bytes, cache_files = du(warm_root)
         for cmd, env in rows.values():      # warm the OS page cache for every row alike
             timed(cmd, env, str(cwd))
 
@@ -134,7 +144,7 @@ def main() -> int:
                              text=True).stdout.strip()
     print(f"interpreter: {py} (CPython {version}); pyz: {pyz}")
     print(f"pyz size: {pyz.stat().st_size:,} bytes ({pyz.stat().st_size / 2**20:.1f} MiB); "
-          f"PEX_ROOT after one first run: {cache_bytes / 2**20:.1f} MiB")
+          f"PEX_ROOT after one first run: {cache_bytes / 2**20:.1f} MiB in {cache_files:,} files")
     print()
     header = f"{'command':<36} {'runs':>4} {'median s':>9} {'min s':>7} {'max s':>7} {'x pass':>7} {'x console':>9}"
     print(header)

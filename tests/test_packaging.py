@@ -9,8 +9,12 @@ Figures (sizes, startup times) live in bench/startup.py, not here.
 
 from __future__ import annotations
 
+import base64
+import csv
 import glob
 import hashlib
+import io
+import json
 import os
 import re
 import shutil
@@ -28,6 +32,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build_zipapp.py"
 RECIPE = ROOT / "fixtures" / "recipes" / "council_decisions.json"
+# The demo corpus, recorded: a replayed run parses its listings and pages with lxml.
+REPLAY_FIXTURE = ROOT / "fixtures" / "council_decisions" / "council_decisions.fixture.json.gz"
 PYTHON_VERSIONS = ["3.11", "3.12", "3.13"]
 TIMEOUT = 120   # a hang must fail the test, not stall CI
 
@@ -176,6 +182,66 @@ def test_every_subcommand_runs_from_the_pyz(built, version, tmp_path, workdir):
     res = run_pyz(python, pyz, ["explain", "NO_SUCH_CODE"], pex_root, workdir)
     assert res.returncode == 2, "a usage error keeps exit code 2 through the pyz"
 
+    # A whole run of the demo corpus, replayed: the Readers (lxml.etree, lxml.html) at work.
+    res = run_pyz(python, pyz, ["run", RECIPE.name, "--state", str(tmp_path / "state"),
+                                "--replay", str(REPLAY_FIXTURE), "--json"], pex_root, workdir)
+    assert res.returncode == 0, f"replayed run: {res.stdout}\n{res.stderr}"
+    record = json.loads(res.stdout)
+    assert record["rows"] > 0 and record["coverage"]["fetched_this_run"] > 0, res.stdout
+    assert (tmp_path / "state" / "current" / "relation.csv").is_file()
+
+
+# What build_zipapp.py's SLIM drops from dependency wheels (build- and test-only files), and,
+# for lxml, what must stay: every module and every data file it reads at run time.
+_SLIMMED = re.compile(r"^(lxml/includes/|lxml/.*\.(h|pxd|pyx|pxi)$|jsonschema/(tests|benchmarks)/"
+                      r"|jsonschema_specifications/tests/|referencing/tests/)")
+
+
+def _embedded_dists(zf: zipfile.ZipFile) -> dict[str, dict[str, zipfile.ZipInfo]]:
+    """{wheel file name: {path inside the installed wheel: entry}} for every dependency in .deps/."""
+    dists: dict[str, dict[str, zipfile.ZipInfo]] = {}
+    for info in zf.infolist():
+        parts = info.filename.split("/", 2)
+        if parts[0] == ".deps" and len(parts) == 3 and parts[2] and not info.is_dir():
+            dists.setdefault(parts[1], {})[parts[2]] = info
+    return dists
+
+
+def test_embedded_wheels_are_slimmed_and_their_records_match(built):
+    """No build/test-only files in the dependency wheels; each slimmed wheel's RECORD lists
+    exactly its files with their sha256 and size; lxml keeps its modules and data."""
+    pyz, _ = built
+    with zipfile.ZipFile(pyz) as zf:
+        dists = _embedded_dists(zf)
+        lxml_wheels = [name for name in dists if name.startswith("lxml-")]
+        assert len(lxml_wheels) == 6, sorted(dists)
+        for wheel, files in dists.items():
+            if wheel.startswith("collection-"):
+                continue
+            leftovers = [path for path in files if _SLIMMED.match(path)]
+            assert not leftovers, f"{wheel} still carries build/test-only files: {leftovers[:5]}"
+            if not wheel.startswith(("lxml-", "jsonschema-", "jsonschema_specifications-", "referencing-")):
+                continue
+            (record_path,) = [p for p in files if p.count("/") == 1 and p.endswith(".dist-info/RECORD")]
+            def pex_own(path: str) -> bool:   # what pex adds when it installs a wheel
+                return path.startswith((".layout.json", ".prefix/")) or ".pex-info/" in path
+
+            rows = {row[0]: row[1:] for row in csv.reader(io.StringIO(zf.read(files[record_path]).decode()))
+                    if row and not pex_own(row[0])}
+            assert rows.pop(record_path) == ["", ""]
+            listed = {p for p in files if not pex_own(p)}
+            assert set(rows) == listed - {record_path}, f"{wheel}: RECORD and files differ"
+            for path, (digest, size) in rows.items():
+                data = zf.read(files[path])
+                want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                assert (digest, size) == (want, str(len(data))), f"{wheel}: {path}"
+        for wheel in lxml_wheels:
+            files = dists[wheel]
+            for must in ("lxml/__init__.py", "lxml/html/__init__.py", "lxml/isoschematron/__init__.py",
+                         "lxml/isoschematron/resources/rng/iso-schematron.rng"):
+                assert must in files, f"{wheel} lost {must}"
+            assert sum(p.startswith("lxml/etree.cpython-") and p.endswith(".so") for p in files) == 1, wheel
+
 
 def test_the_code_comes_from_the_pyz_not_from_the_checkout(built, tmp_path, workdir):
     """Under `-I` from an empty directory, every import resolves inside PEX_ROOT."""
@@ -187,6 +253,17 @@ def test_the_code_comes_from_the_pyz_not_from_the_checkout(built, tmp_path, work
     assert res.returncode == 0, res.stderr
     paths = res.stdout.split()
     assert len(paths) == 2
+    # Every run-time part of the slimmed wheels still imports and works (lxml.html.clean
+    # needs lxml_html_clean, which collection does not use).
+    code = ("import lxml.etree, lxml.html, lxml.objectify, lxml.builder, lxml.sax, lxml.ElementInclude, "
+            "lxml.cssselect, lxml.isoschematron, lxml.html.diff, lxml.html.formfill, lxml.html.builder, "
+            "jsonschema, referencing, jsonschema_specifications\n"
+            "assert lxml.html.fromstring('<p>a<b>b</b></p>').text_content() == 'ab'\n"
+            "jsonschema.validate(3, {'$schema': 'https://json-schema.org/draft/2020-12/schema', 'type': 'integer'})\n"
+            "jsonschema.Draft202012Validator.check_schema({'type': 'integer'})\n"
+            "print('ok')")
+    res = run_pyz(python, pyz, ["-c", code], pex_root, workdir, {"PEX_INTERPRETER": "1"})
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
     for path in paths:
         assert Path(path).resolve().is_relative_to(pex_root.resolve()), path
         assert not Path(path).resolve().is_relative_to(ROOT)
