@@ -398,8 +398,13 @@ class Fetcher:
             raise
         holder: dict[str, Ticket] = {}
 
-        def before_write() -> None:
-            holder["ticket"] = self._take_ticket(host)
+        def before_write() -> Callable[[], None]:
+            ticket = holder["ticket"] = self._take_ticket(host)
+
+            def written() -> None:
+                with self._lock:
+                    self.politeness.sent(ticket, self.clock.monotonic())
+            return written
 
         deadline = self.transport.monotonic() + self.request_timeout
         try:

@@ -142,6 +142,15 @@ class Politeness:
             raise RuntimeError(f"politeness: {host} is not ready at {now} (ready at {self.ready_at(host, now)})")
         return ticket
 
+    def sent(self, ticket: Ticket, now: float) -> None:
+        """The request of `ticket` finished leaving at `now`. The next start to its host is
+        counted from here when that is later than the reserved start, so a write delayed
+        after its slot (a busy machine, a slow socket) cannot bring two arrivals at the
+        origin closer than the gap (GUIDE: the floor holds where the origin sees it)."""
+        state = self._hosts.get(ticket.host)
+        if state is not None and ticket.serial in state.tickets and now > state.last_start:
+            state.last_start = now
+
     def finish(self, ticket: Ticket, now: float, retry_after: float | None = None) -> None:
         """The request has ended (any outcome). `retry_after`: seconds from a 429 or 503
         `Retry-After` (already parsed, see collection.retry), which holds the whole host."""

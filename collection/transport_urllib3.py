@@ -75,10 +75,14 @@ class _PinnedHTTPSConnection(HTTPSConnection):
         # urlopen has connected (or reused a live connection) by now; what remains is
         # writing the request line, so this is the instant politeness must gate.
         hook = getattr(_hooks, "before_write", None)
+        written = None
         if hook is not None:
             _hooks.before_write = None
-            hook()
-        return super().request(*args, **kwargs)
+            written = hook()
+        result = super().request(*args, **kwargs)
+        if callable(written):
+            written()   # the request has left: politeness counts the next gap from here
+        return result
 
     def _new_conn(self) -> socket.socket:
         try:

@@ -148,3 +148,18 @@ def test_property_ready_at_is_never_before_now(now, host):
     assert p.ready_at(host, now) == NEVER
     p.finish(t, now)
     assert p.ready_at(host, now) == now + 1 and not math.isnan(p.ready_at(host, now))
+
+
+def test_the_next_gap_counts_from_when_the_request_left_fetch_19():
+    """FETCH-19, GUIDE: a write delayed after its slot pushes the next start back."""
+    from collection.politeness import Politeness
+
+    p = Politeness(1, 2)
+    ticket = p.start("h", 10.0)
+    p.sent(ticket, 10.3)                       # the bytes left 0.3 s after the slot
+    assert p.ready_at("h", 10.5) == 11.3
+    p.sent(ticket, 10.1)                       # never earlier than what was recorded
+    assert p.ready_at("h", 10.5) == 11.3
+    p.finish(ticket, 10.4)
+    p.sent(ticket, 12.0)                       # a finished ticket changes nothing
+    assert p.ready_at("h", 10.5) == 11.3
