@@ -28,9 +28,15 @@ would deadlock, because the sleeper waits for time and time waits for everyone. 
 worker with nothing to do leaves, or sleeps until the next instant it could have work.
 
 With no participants enrolled, `sleep_until` simply jumps (the single-threaded mode the
-replay run loop uses when it fetches cooperatively). Wake-up order among sleepers sharing
-one deadline is not defined; a run whose outputs must be byte-exact does not depend on it
-(the relation is sorted, GUIDE: fetch order never changes the bytes).
+replay run loop uses when it fetches cooperatively).
+
+Turns (`VirtualClock(turns=True)`, what `run --replay` uses): participants then run one
+at a time. A participant runs until it sleeps; the turn then passes to the waiting
+participant with the earliest deadline, ties going to the one enrolled first, and time
+jumps to that deadline. Since nothing else decides who runs when, a replay on several
+workers is deterministic: which page is fetched at which virtual instant, and so every
+timestamp in the relation, is the same on every replay (the order of real thread
+wake-ups decides nothing). Enroll every participant before starting any of them.
 """
 
 from __future__ import annotations
@@ -74,8 +80,9 @@ class SystemClock:
 class Participant:
     """One enrolled thread of a `VirtualClock`; leaving is idempotent."""
 
-    def __init__(self, clock: VirtualClock) -> None:
+    def __init__(self, clock: VirtualClock, index: int = 0) -> None:
         self._clock = clock
+        self._index = index              # enrollment order: the tie-break between turns
         self._left = False
 
     def leave(self) -> None:
@@ -86,7 +93,7 @@ class Participant:
     def __enter__(self) -> Participant:
         # Binding the participant to the thread that uses it lets the clock tell a
         # participant's sleep from an outsider's (a supervising thread, a test).
-        self._clock._bind(threading.get_ident())
+        self._clock._bind(threading.get_ident(), self._index)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -96,7 +103,13 @@ class Participant:
 class VirtualClock:
     """Time that jumps to deadlines. See the module docstring for the threading rule."""
 
-    def __init__(self, start_wall: float = DEFAULT_VIRTUAL_WALL, start_monotonic: float = 0.0) -> None:
+    def __init__(self, start_wall: float = DEFAULT_VIRTUAL_WALL, start_monotonic: float = 0.0,
+                 turns: bool = False) -> None:
+        self._turns = turns
+        self._holder: int | None = None                 # turns: the participant running now
+        self._index: dict[int, int] = {}                # turns: thread ident -> enrollment order
+        self._waiting_turn: dict[int, float] = {}       # turns: ident -> the deadline it waits for
+        self._enrolled = 0
         self._cond = threading.Condition()
         self._now = float(start_monotonic)
         self._wall_offset = float(start_wall) - float(start_monotonic)
@@ -141,6 +154,9 @@ class VirtualClock:
         with self._cond:
             if deadline <= self._now:
                 return
+            if self._turns and threading.get_ident() in self._bound:
+                self._await_turn(threading.get_ident(), deadline)
+                return
             if self._participants == 0:
                 self._now = deadline
                 self._cond.notify_all()
@@ -161,17 +177,49 @@ class VirtualClock:
         """Register one participant; call it before starting the thread that will use it."""
         with self._cond:
             self._participants += 1
-        return Participant(self)
+            index = self._enrolled
+            self._enrolled += 1
+        return Participant(self, index)
 
-    def _bind(self, ident: int) -> None:
+    def _bind(self, ident: int, index: int = 0) -> None:
         with self._cond:
             self._bound.add(ident)
+            self._index[ident] = index
+            if self._turns:
+                self._await_turn(ident, self._now)    # start only when the turn comes
 
     def _leave(self, ident: int) -> None:
         with self._cond:
             self._participants -= 1
             self._bound.discard(ident)
-            self._maybe_advance()
+            self._waiting_turn.pop(ident, None)
+            if self._holder == ident:
+                self._holder = None
+            if self._turns:
+                self._pass_turn()
+            else:
+                self._maybe_advance()
+
+    # --- turns -------------------------------------------------------------------------
+    def _await_turn(self, ident: int, deadline: float) -> None:
+        """Called with the lock held: give up the turn, wait until it comes back at `deadline`."""
+        self._waiting_turn[ident] = deadline
+        if self._holder == ident:
+            self._holder = None
+        self._pass_turn()
+        while self._holder != ident:
+            self._cond.wait()
+        del self._waiting_turn[ident]
+
+    def _pass_turn(self) -> None:
+        # Only once every participant waits (none is running or still starting up) is the
+        # next one chosen, so the choice never depends on how fast real threads are.
+        if self._holder is not None or not self._waiting_turn or len(self._waiting_turn) < self._participants:
+            return
+        ident = min(self._waiting_turn, key=lambda i: (self._waiting_turn[i], self._index.get(i, 0)))
+        self._now = max(self._now, self._waiting_turn[ident])
+        self._holder = ident
+        self._cond.notify_all()
 
     def _maybe_advance(self) -> None:
         # Called with the lock held. A sleeper that was woken but has not yet removed

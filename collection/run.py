@@ -328,11 +328,12 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
                     outcome=result.outcome if result else "stopped",
                     code=result.failure_code if result else fetcher.budget.exhausted)
 
-    threads = []
-    for _ in range(count):
-        participant = clock.enroll() if isinstance(clock, VirtualClock) else None
-        thread = threading.Thread(target=work, args=(participant,), daemon=True, name="collection-worker")
-        threads.append(thread)
+    # Every participant is enrolled before any starts: a virtual clock that takes turns
+    # must know all of them before it hands out the first (clock.py).
+    participants = [clock.enroll() if isinstance(clock, VirtualClock) else None for _ in range(count)]
+    threads = [threading.Thread(target=work, args=(participant,), daemon=True, name="collection-worker")
+               for participant in participants]
+    for thread in threads:
         thread.start()
     for thread in threads:
         while thread.is_alive():

@@ -125,3 +125,39 @@ def test_outsider_sleep_does_not_count_as_a_participant_waiting():
         log.append(("worker", clock.monotonic()))
     out.join(10)
     assert log == [("worker", 10.0), ("outsider", 50.0)]
+
+
+def test_turns_make_a_multi_worker_replay_deterministic():
+    """Issue 9, GUIDE determinism: with turns, which worker runs at which virtual instant is
+    decided by deadlines and enrollment order, never by real thread scheduling."""
+    import random
+    import threading
+    import time as real_time
+
+    from collection.clock import VirtualClock
+
+    def one_replay(seed: int) -> list[tuple[int, float]]:
+        clock = VirtualClock(turns=True)
+        trace: list[tuple[int, float]] = []
+        jitter = random.Random(seed)
+        delays = [[jitter.random() / 500 for _ in range(6)] for _ in range(3)]
+
+        def work(index, participant):
+            with participant:
+                for step in range(6):
+                    real_time.sleep(delays[index][step])     # real work of varying length
+                    trace.append((index, clock.monotonic()))
+                    clock.sleep_until(clock.monotonic() + 1 + index % 2)
+
+        participants = [clock.enroll() for _ in range(3)]
+        threads = [threading.Thread(target=work, args=(i, p)) for i, p in enumerate(participants)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        return trace
+
+    first = one_replay(0)
+    assert len(first) == 18
+    assert all(one_replay(seed) == first for seed in range(1, 6))
+    assert first[:3] == [(0, 0.0), (1, 0.0), (2, 0.0)]       # ties go to the first enrolled

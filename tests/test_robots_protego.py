@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-protego = pytest.importorskip("protego")
+import protego  # noqa: E402  (test extra; a missing install must fail, not skip)
 
 from collection.robots import parse_robots  # noqa: E402
 

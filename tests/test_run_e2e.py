@@ -315,7 +315,8 @@ def test_cli_run_real_clock_exit_codes_json_and_politeness(loopback, tmp_path):
     assert record["clock"] == "system"
     arrivals = [r.arrived for r in loopback.requests_for(host=HOST)]
     assert len(arrivals) == 3                                         # robots.txt + 2 pages
-    assert min(b - a for a, b in zip(arrivals, arrivals[1:])) >= 1.0
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    assert min(gaps) >= 1.0, gaps
     assert all("TestBot-PublicHttps/1.0" in (r.header("User-Agent") or "") for r in loopback.requests)
 
     status = run_cli("status", str(state), "--json")

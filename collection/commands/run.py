@@ -64,7 +64,7 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
             fixture = load_fixture(replay)
         except (OSError, FixtureError, ValueError) as exc:
             raise RunUsageError(f"cannot replay {replay}: {exc}") from None
-        clock = VirtualClock()
+        clock = VirtualClock(turns=True)    # deterministic replays on several workers
 
         def transport_for(run_number: int):
             # A recorded run starts its virtual clock where the live run started (a fixture

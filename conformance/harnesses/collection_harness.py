@@ -96,7 +96,7 @@ class Session:
             self.case_id = case["id"]
             self.state_dir = tempfile.mkdtemp(prefix="state-", dir=self.root)
             start = datetime.fromisoformat(self.config["clock"]["start"].replace("Z", "+00:00")).timestamp()
-            self.clock = VirtualClock(start_wall=start)
+            self.clock = VirtualClock(start_wall=start, turns=True)
         if case.get("clock_advance_seconds"):
             self.clock.advance(case["clock_advance_seconds"])
         ua = self.config["user_agent"]
