@@ -28,6 +28,7 @@ import socket
 import socketserver
 import ssl
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -107,6 +108,23 @@ class _Route:
     served: int = 0
 
 
+class _StampingReader:
+    """The handler's rfile, noting when the first line of a request came in."""
+
+    def __init__(self, rfile) -> None:
+        self._rfile = rfile
+        self.line_at: float | None = None
+
+    def readline(self, *args):
+        line = self._rfile.readline(*args)
+        if self.line_at is None and line:
+            self.line_at = time.monotonic()
+        return line
+
+    def __getattr__(self, name):
+        return getattr(self._rfile, name)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: "_Server"
@@ -137,6 +155,28 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - quiet server
         pass
 
+    def handle_one_request(self) -> None:
+        # Stamp the arrival as soon as the request line is in, before the headers are
+        # parsed: politeness gaps are judged on this instant, so the server's own work must
+        # not make one request look later (and the next gap shorter) than it was.
+        rfile = self.rfile
+        self.rfile = _StampingReader(rfile)
+        try:
+            super().handle_one_request()
+        finally:
+            self.rfile = rfile
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            # socketserver closes the raw socket it accepted, which wrap_socket detached; the
+            # TLS socket must be closed here, or the client sees the end only at garbage collection.
+            try:
+                self.request.close()
+            except OSError:
+                pass
+
     def do_GET(self) -> None:  # noqa: N802
         self._serve()
 
@@ -147,7 +187,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
-        arrived = time.monotonic()
+        stamped = getattr(self.rfile, "line_at", None)
+        arrived = stamped if stamped is not None else time.monotonic()
         host = (self.headers.get("Host") or "").split(":")[0]
         rec = Recorded(self.command, self.path, host, tuple(self.headers.items()), arrived,
                        self.connection_id, self.sni)
@@ -273,6 +314,10 @@ class LoopbackServer:
     """A threaded HTTPS server on 127.0.0.1 with programmable routes and a request log."""
 
     def __init__(self, names: tuple[str, ...] = CERT_NAMES, ca: trustme.CA | None = None):
+        # A handler thread whose read has completed may wait a whole GIL switch interval
+        # (5 ms by default) per busy thread before it can read the clock; arrival stamps
+        # would then run late by tens of milliseconds on a loaded machine.
+        sys.setswitchinterval(min(sys.getswitchinterval(), 0.0005))
         self.ca = ca or trustme.CA()
         self.names = names
         cert = self.ca.issue_cert(*names)
