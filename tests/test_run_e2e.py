@@ -343,3 +343,15 @@ def test_cli_registration_refusal_and_locked_state(loopback, tmp_path):
         done = run_cli(*_cli_args(loopback, recipe_path, tmp_path / "state", "--json"))
     assert done.returncode == 1 and json.loads(done.stdout)["code"] == "STATE_LOCKED"
     assert loopback.requests == []
+
+
+def test_an_unusable_state_directory_is_a_clear_error_not_a_traceback(tmp_path):
+    """GUIDE exit codes: 2 with the path named, never a traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = run_cli("run", os.path.join(root, "fixtures", "recipes", "council_decisions.json"),
+                   "--state", str(blocker / "state"), "--replay",
+                   os.path.join(root, "fixtures", "council_decisions", "council_decisions.fixture.json.gz"))
+    assert done.returncode == 2
+    assert str(blocker / "state") in done.stderr and "Traceback" not in done.stderr

@@ -162,6 +162,12 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
         result = execute(data, settings, shell, log=log, progress_factory=progress)
     except RunUsageError as exc:
         _usage(str(exc))
+    except OSError as exc:
+        # The disk, not the recipe: the generation being written is abandoned (the next run
+        # removes it) and `current` still names the previous one, so nothing is lost.
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        _usage(f"cannot use the state directory {state_dir}{where}: {exc.strerror or exc}; "
+               "the previous generation is unchanged")
     except (RefusedError, StateLocked) as exc:
         refusals = exc.refusals if isinstance(exc, RefusedError) else [exc.to_refusal()]
         for refusal in refusals:
