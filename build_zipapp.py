@@ -308,6 +308,18 @@ def build(output: Path, commit: str = "HEAD", check: bool = True,
     return output
 
 
+def embedded_commit(pyz: Path) -> str | None:
+    """The commit written into a built pyz (collection/_commit.txt inside its wheel), if any."""
+    try:
+        with zipfile.ZipFile(pyz) as zf:
+            for name in zf.namelist():
+                if name.endswith("/collection/_commit.txt"):
+                    return zf.read(name).decode().strip()
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -31,6 +31,8 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from build_zipapp import embedded_commit  # noqa: E402
 TARGET_WARM = 0.30
 TARGET_FIRST = 2.5
 
@@ -38,17 +40,6 @@ TARGET_FIRST = 2.5
 def real_python() -> str:
     base = getattr(sys, "_base_executable", None) or sys.executable
     return os.path.realpath(base)
-
-
-def embedded_commit(pyz: Path) -> str | None:
-    try:
-        with zipfile.ZipFile(pyz) as zf:
-            for name in zf.namelist():
-                if name.endswith("/collection/_commit.txt"):
-                    return zf.read(name).decode().strip()
-    except (OSError, zipfile.BadZipFile):
-        return None
-    return None
 
 
 def ensure_pyz(pyz: Path) -> None:

@@ -31,3 +31,12 @@ def page(path, accepted=("text/html",), origin=ORIGIN):
 
 def listing(path, accepted=("application/json",), origin=ORIGIN):
     return FetchSpec(origin + path, "listing", tuple(accepted))
+
+
+def read_all(response):
+    """A transport response's whole body, then closed."""
+    out = b""
+    while chunk := response.read(65536):
+        out += chunk
+    response.close()
+    return out

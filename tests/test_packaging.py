@@ -30,6 +30,8 @@ import collection
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from build_zipapp import embedded_commit  # noqa: E402  one reading of the pyz's commit
 BUILD = ROOT / "build_zipapp.py"
 RECIPE = ROOT / "fixtures" / "recipes" / "council_decisions.json"
 # The demo corpus, recorded: a replayed run parses its listings and pages with lxml.
@@ -47,16 +49,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def embedded_commit(pyz: Path) -> str | None:
-    """The commit written into a built pyz (collection/_commit.txt inside its wheel), if any."""
-    try:
-        with zipfile.ZipFile(pyz) as zf:
-            for name in zf.namelist():
-                if name.endswith("/collection/_commit.txt"):
-                    return zf.read(name).decode().strip()
-    except (OSError, zipfile.BadZipFile):
-        return None
-    return None
 
 
 def build(output: Path, commit: str) -> Path:

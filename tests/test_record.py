@@ -10,6 +10,7 @@ import time
 import pytest
 
 from collection.clock import VirtualClock
+from fetch_helpers import read_all as _read_all
 from collection.egress import Egress
 from collection.fixture import parse_fixture
 from collection.transport import Request, TransportError
@@ -124,12 +125,6 @@ def test_transport_responses_replay_byte_for_byte(loopback, tmp_path):
     assert ("Content-Encoding", "gzip") in gz.headers and gz.body == b"<p>compressed</p>" * 50
 
 
-def _read_all(response):
-    out = b""
-    while chunk := response.read(65536):
-        out += chunk
-    response.close()
-    return out
 
 
 def test_failures_are_recorded_as_behaviours(loopback, tmp_path):

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from collection.clock import VirtualClock
+from fetch_helpers import read_all as _read_all
 from collection.egress import Egress
 from collection.fixture import FixtureError, parse_fixture
 from collection.transport import Request, TransportError, user_agent
@@ -24,12 +25,6 @@ def _send(server, url, headers=(), transport=None, timeout=5.0):
     return transport.send(Request(url, tuple(headers), target), time.monotonic() + timeout)
 
 
-def _read_all(response):
-    out = b""
-    while chunk := response.read(65536):
-        out += chunk
-    response.close()
-    return out
 
 
 def test_resolve_map_moves_only_the_tcp_target(loopback):  # GUIDE: --resolve like curl
