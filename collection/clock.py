@@ -110,7 +110,9 @@ class VirtualClock:
         self._index: dict[int, int] = {}                # turns: thread ident -> enrollment order
         self._waiting_turn: dict[int, float] = {}       # turns: ident -> the deadline it waits for
         self._enrolled = 0
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._turn_conds: dict[int, threading.Condition] = {}   # turns: wake only the one chosen
         self._now = float(start_monotonic)
         self._wall_offset = float(start_wall) - float(start_monotonic)
         self._participants = 0
@@ -206,9 +208,12 @@ class VirtualClock:
         self._waiting_turn[ident] = deadline
         if self._holder == ident:
             self._holder = None
+        mine = self._turn_conds.get(ident)
+        if mine is None:
+            mine = self._turn_conds[ident] = threading.Condition(self._lock)
         self._pass_turn()
         while self._holder != ident:
-            self._cond.wait()
+            mine.wait()
         del self._waiting_turn[ident]
 
     def _pass_turn(self) -> None:
@@ -217,9 +222,11 @@ class VirtualClock:
         if self._holder is not None or not self._waiting_turn or len(self._waiting_turn) < self._participants:
             return
         ident = min(self._waiting_turn, key=lambda i: (self._waiting_turn[i], self._index.get(i, 0)))
-        self._now = max(self._now, self._waiting_turn[ident])
+        if self._waiting_turn[ident] > self._now:
+            self._now = self._waiting_turn[ident]
+            self._cond.notify_all()             # outsiders waiting for time
         self._holder = ident
-        self._cond.notify_all()
+        self._turn_conds[ident].notify()
 
     def _maybe_advance(self) -> None:
         # Called with the lock held. A sleeper that was woken but has not yet removed
