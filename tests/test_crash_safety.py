@@ -93,7 +93,10 @@ def crash_loop(workdir: str, kills: int, *, seed: int, pages: int = 400, rows: i
             generations.add(after)
         copy = os.path.join(workdir, "next")
         shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(state, copy, symlinks=True)
+        if os.path.exists(state):
+            shutil.copytree(state, copy, symlinks=True)
+        else:                                   # killed before it created anything: start afresh
+            os.makedirs(copy)
         _next_run_completes(recipe_path, fixture_path, copy)
         if report is not None and iterations % 50 == 0:
             report(f"{iterations} runs: {killed} killed, {finished} finished, {len(generations)} generations seen")
