@@ -22,6 +22,7 @@ import tempfile
 import time
 import tracemalloc
 
+from collection.gcpause import paused_gc
 from collection.ledger import LedgerRow, check_ledger_header, read_ledger, write_ledger
 from collection.merge import merge, prepare
 from collection.outcomes import FETCHED, DiscoveryOutcome, ListedPage, PageResult, rfc3339
@@ -82,28 +83,31 @@ def baseline(directory: str) -> None:
 
 
 def refresh(directory: str, discovery: DiscoveryOutcome, fetch) -> dict:
+    """The merge steps as collection/run.py drives them, the collector paused where it pauses it."""
     rel, led = os.path.join(directory, "relation.csv"), os.path.join(directory, "ledger.csv")
     with open(led, newline="", encoding="utf-8") as f:
         assert check_ledger_header(f) is None
     with open(rel, newline="", encoding="utf-8") as f:
         assert check_relation_header(f, COLS) is None
-    with open(led, newline="", encoding="utf-8") as f:
-        ledger = read_ledger(f)
-    with open(rel, newline="", encoding="utf-8") as f:
-        counts = scan_relation(f, COLS)
-    prepared = prepare(ledger, discovery, counts, now=T1, max_pages=50_000)
+    with paused_gc():
+        with open(led, newline="", encoding="utf-8") as f:
+            ledger = read_ledger(f)
+        with open(rel, newline="", encoding="utf-8") as f:
+            counts = scan_relation(f, COLS)
+        prepared = prepare(ledger, discovery, counts, now=T1, max_pages=50_000)
     planner = Planner(prepared.ledger, revisit=Revisit("revision_hint"), max_fetches_per_run=10_000, now=T1)
     results = []
     while isinstance(choice := planner.next(), Choice):
         result = fetch(choice)
         planner.report(result)
         results.append(result)
-    with open(rel, newline="", encoding="utf-8") as f, \
-            open(os.path.join(directory, "new-relation.csv"), "w", newline="", encoding="utf-8") as out:
-        result = merge(prepared, results, f, out, reader_columns=COLS, max_rows=1_000_000,
-                       budget_exhausted=planner.stop_reason)
-    with open(os.path.join(directory, "new-ledger.csv"), "w", newline="", encoding="utf-8") as out:
-        write_ledger(result.ledger, out)
+    with paused_gc():
+        with open(rel, newline="", encoding="utf-8") as f, \
+                open(os.path.join(directory, "new-relation.csv"), "w", newline="", encoding="utf-8") as out:
+            result = merge(prepared, results, f, out, reader_columns=COLS, max_rows=1_000_000,
+                           budget_exhausted=planner.stop_reason)
+        with open(os.path.join(directory, "new-ledger.csv"), "w", newline="", encoding="utf-8") as out:
+            write_ledger(result.ledger, out)
     return result.coverage.as_dict()
 
 

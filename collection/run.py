@@ -36,6 +36,7 @@ from collection.discovery import EXPLICIT, DiscoveryShapeError, start as start_d
 from collection.egress import Egress
 from collection.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
+from collection.gcpause import paused_gc
 from collection.ledger import MergeInvalid, read_ledger, write_ledger
 from collection.listing_common import ListingFailure, ListingResponse
 from collection.mediatypes import page_accepted
@@ -163,8 +164,9 @@ def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool)
                 raise _merge_invalid(problem)
             lf.seek(0)
             rf.seek(0)
-            ledger = read_ledger(lf)
-            rows = scan_relation(rf, columns)
+            with paused_gc():
+                ledger = read_ledger(lf)
+                rows = scan_relation(rf, columns)
         # the relation must not hold pages its ledger does not know (MERGE-01): prepare
         # checks that, so ask it now with an empty discovery rather than after the listings
         prepare(ledger, DiscoveryOutcome((), 0, True, None, "explicit"), rows, now=rfc3339(0), max_pages=len(ledger) or 1)
@@ -403,8 +405,9 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
                     f"listing failed at {discovery.failure} and there is nothing to continue from"
                     + (f" ({discovery.diagnostics[-1]})" if discovery.diagnostics else ""), "REF-03, REF-04"))
             now = rfc3339(started_wall if first_listing_at is None else first_listing_at)
-            prepared = prepare(predecessor.ledger, discovery, predecessor.relation_rows, now=now,
-                               max_pages=pages.max_pages, allowed_origins=pages.allowed_origins)
+            with paused_gc():
+                prepared = prepare(predecessor.ledger, discovery, predecessor.relation_rows, now=now,
+                                   max_pages=pages.max_pages, allowed_origins=pages.allowed_origins)
             planner = Planner(prepared.ledger, revisit=Revisit(pages.revisit.kind, pages.revisit.seconds),
                               max_fetches_per_run=pages.max_fetches_per_run, now=now)
             log("discovered", discovered=len(discovery.pages), complete=discovery.complete,
@@ -420,9 +423,10 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
             # (requests, bytes, deadline) counts only when it left work undone
             undone = dispatcher.left_undone or not discovery.complete
             budget_exhausted = planner.stop_reason or (budget.exhausted if undone else None)
-            record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
-                                       budget_exhausted, run_number, resync, started_at, started_mono,
-                                       wall_start, clock, shell, discovery)
+            with paused_gc():
+                record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
+                                           budget_exhausted, run_number, resync, started_at, started_mono,
+                                           wall_start, clock, shell, discovery)
         finally:
             close = getattr(transport, "close", None)
             if close is not None:
