@@ -28,7 +28,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from loopback import LoopbackServer, Reply  # noqa: E402
-from test_run_kit import corpus  # noqa: E402
+from test_run_kit import corpus, write_corpus  # noqa: E402
 
 HOSTS = ("a.example.com", "b.example.com", "c.example.com", "cdn.example.com")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -73,12 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     recipe, fixture = corpus(args.pages, hosts=HOSTS, rows=args.rows, concurrency=2)
     with tempfile.TemporaryDirectory(prefix="bench-run-") as work:
-        recipe_path = os.path.join(work, "recipe.json")
-        fixture_path = os.path.join(work, "fixture.json")
-        with open(recipe_path, "wb") as handle:
-            handle.write(recipe)
-        with open(fixture_path, "w") as handle:
-            json.dump(fixture, handle)
+        recipe_path, fixture_path = write_corpus(work, recipe, fixture)
         print(f"corpus: {args.pages} pages on {len(HOSTS)} hosts, {args.rows} rows each; min_interval 1 s, "
               f"concurrency 2")
 

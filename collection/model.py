@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from collection.discovery import DiscoveryConfig
+from collection.politeness import WORKER_CAP
 
 COLLECTION_ADAPTER = "public.https.collection@2.0.0"
 HOSTED_ADAPTER = "public.https.collection@1.0.0"
 
 # The worker's admitted capacity (REG-25, FETCH-16): pages.concurrency defaults to it and
-# never raises the number of fetches in flight past it; 2 per origin on top (D-09).
-ADMITTED_CAPACITY = 25
-CONNECTIONS_PER_ORIGIN = 2
+# never raises the fetches in flight past it; the scheduler owns the number (D-09).
+ADMITTED_CAPACITY = WORKER_CAP
 
 DEFAULT_MAX_SOURCE_BYTES = 1_073_741_824
 DEFAULT_MAX_ROWS = 1_000_000

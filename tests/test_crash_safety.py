@@ -10,7 +10,6 @@ the same loop for 500+ kills.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -19,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from test_run_kit import check_state, corpus
+from test_run_kit import check_state, corpus, write_corpus
 
 from collection.clock import VirtualClock
 from collection.egress import Egress
@@ -44,12 +43,7 @@ def crash_loop(workdir: str, kills: int, *, seed: int, pages: int = 400, rows: i
                max_fetches: int = 150, max_iterations: int | None = None, report=None) -> dict:
     rng = random.Random(seed)
     recipe, fixture = corpus(pages, rows=rows, max_fetches=max_fetches)
-    recipe_path = os.path.join(workdir, "recipe.json")
-    fixture_path = os.path.join(workdir, "fixture.json")
-    with open(recipe_path, "wb") as handle:
-        handle.write(recipe)
-    with open(fixture_path, "w") as handle:
-        json.dump(fixture, handle)
+    recipe_path, fixture_path = write_corpus(workdir, recipe, fixture)
     state = os.path.join(workdir, "state")
     args = [sys.executable, "-m", "collection", "run", recipe_path, "--state", state, "--replay", fixture_path,
             "--keep", "2"]

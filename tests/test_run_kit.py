@@ -204,3 +204,14 @@ def check_state(state_dir, columns=COLUMNS) -> str | None:
         if row.state == "fetched":
             assert counts.get(pid, 0) == row.row_count, pid
     return record["generation"]
+
+
+def write_corpus(workdir: str, recipe: bytes, fixture: list) -> tuple[str, str]:
+    """Write a `corpus()` into `workdir`; (recipe path, fixture path)."""
+    recipe_path = os.path.join(workdir, "recipe.json")
+    fixture_path = os.path.join(workdir, "fixture.json")
+    with open(recipe_path, "wb") as handle:
+        handle.write(recipe)
+    with open(fixture_path, "w") as handle:
+        json.dump(fixture, handle)
+    return recipe_path, fixture_path
