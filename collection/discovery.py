@@ -27,7 +27,6 @@ from typing import Any, Mapping
 from . import pagination as pg
 from .listing_common import (
     DiscoveryShapeError,
-    ListingEntry,
     ListingFailure,
     ListingResponse,
     ListingUnreadable,
@@ -364,22 +363,22 @@ class DiscoveryState:
             return parse_html_listing(response.body, spec, charset(response.headers))
         return parse_sitemap(response.body, response.url)
 
-    def _admit(self, entries: tuple[ListingEntry, ...], base: str) -> tuple["DiscoveryState", bool]:
-        """Add entries as pages; False when max_pages stopped admission."""
+    def _admit(self, parsed: ParsedListing, base: str) -> tuple["DiscoveryState", bool]:
+        """Add the listing's records as pages; False when max_pages stopped admission."""
         pages = list(self.pages)
         seen = set(self.page_ids)
         duplicates = self.duplicates
         dropped = self.dropped
         notes: list[str] = []
         full = False
-        for entry in entries:
+        for link, explicit_id, revision in parsed.rows():
             try:
-                url = canonicalise(entry.link, base)
+                url = canonicalise(link, base)
             except UrlError as exc:
                 dropped += 1   # D-27: a link that names no address is no usable link
                 notes.append(f"{base}: {exc}")
                 continue
-            page_id = entry.page_id if entry.page_id is not None else url   # DISC-10, D-27
+            page_id = explicit_id if explicit_id is not None else url   # DISC-10, D-27
             if page_id in seen:
                 duplicates += 1     # DISC-33, DISC-34, D-28
                 continue
@@ -387,7 +386,7 @@ class DiscoveryState:
                 full = True
                 break
             seen.add(page_id)
-            pages.append(ListedPage(page_id, url, entry.revision, len(pages) + 1,
+            pages.append(ListedPage(page_id, url, revision, len(pages) + 1,
                                     unreachable_reason(url, self.allowed_origins)))
         state = replace(self, pages=tuple(pages), page_ids=frozenset(seen), duplicates=duplicates,
                         dropped=dropped, diagnostics=self._note(*notes) if notes else self.diagnostics)
@@ -395,7 +394,7 @@ class DiscoveryState:
 
     def _advance(self, response: ListingResponse, role: str, parsed: ParsedListing) -> "DiscoveryState":
         base = canonical_or(response.base_url)
-        state, admitted = self._admit(parsed.entries, base)
+        state, admitted = self._admit(parsed, base)
         dropped_notes = tuple(f"{response.url}: {line}" for line in parsed.dropped)
         state = replace(state, dropped=state.dropped + len(parsed.dropped),
                         diagnostics=state._note(*dropped_notes) if dropped_notes else state.diagnostics)

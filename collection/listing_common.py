@@ -12,7 +12,9 @@ A listing body goes one of three ways (D-13, decided in docs/discovery.md):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import NamedTuple
 
 from .canonical import canonical_json
@@ -97,11 +99,19 @@ class ListingEntry(NamedTuple):
 class ParsedListing:
     """What a parser read from one listing body.
 
+    The records are held as three columns of equal length (link, page id, revision), in
+    document order: a sitemap yields up to 50,000 records per body, and three tuples of
+    strings cost a fraction of 50,000 entry objects to build, hold no reference the cyclic
+    GC must trace, and are read row by row by discovery all the same. `entries` gives the
+    rows as ListingEntry values.
+
     `record_count` counts records, usable or not: an "empty page" (D-03) is one with no
     records, not one whose records all lacked a link.
     """
 
-    entries: tuple[ListingEntry, ...] = ()
+    links: tuple[str, ...] = ()
+    page_ids: tuple[str | None, ...] = ()
+    revisions: tuple[str | None, ...] = ()
     record_count: int = 0
     dropped: tuple[str, ...] = ()          # why records were dropped (D-27 diagnostics)
     cursor: str | None = None              # cursor grammar: the next token, or None (absent)
@@ -109,6 +119,28 @@ class ParsedListing:
     children: tuple[str, ...] = ()         # sitemapindex: raw child <loc> texts
     root: str = ""                         # sitemap: "urlset" or "sitemapindex"
     notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not len(self.links) == len(self.page_ids) == len(self.revisions):
+            raise ValueError("a listing's link, page id and revision columns differ in length")
+
+    @classmethod
+    def of(cls, entries: list[ListingEntry], record_count: int, dropped: tuple[str, ...] = (),
+           **rest) -> "ParsedListing":
+        """A listing from its entries, for parsers that read records one at a time."""
+        links, page_ids, revisions = (tuple(column) for column in zip(*entries)) if entries else ((), (), ())
+        return cls(links, page_ids, revisions, record_count, dropped, **rest)
+
+    @property
+    def entries(self) -> tuple[ListingEntry, ...]:
+        return tuple(map(_NEW, repeat(ListingEntry), zip(self.links, self.page_ids, self.revisions)))
+
+    def rows(self) -> Iterator[tuple[str, str | None, str | None]]:
+        """(link, page id, revision) in document order, without building entries."""
+        return zip(self.links, self.page_ids, self.revisions)
+
+
+_NEW = tuple.__new__   # _NEW(ListingEntry, fields): a NamedTuple without its Python-level __new__
 
 
 def scalar_text(value: object) -> str | None:

@@ -70,4 +70,4 @@ def parse_html_listing(body: bytes, spec: HtmlListingSpec, charset: str | None =
         if found:
             href = found[0].get("href")   # PAG-13: the first match's href, whatever link.attribute says
             next_link = href if href is not None and href.strip() else None
-    return ParsedListing(tuple(entries), len(matches), tuple(dropped), next_link=next_link)
+    return ParsedListing.of(entries, len(matches), tuple(dropped), next_link=next_link)

@@ -81,4 +81,4 @@ def read_json_document(doc: Any, spec: JsonListingSpec, url: str = "") -> Parsed
         if isinstance(token, (dict, list)):
             raise DiscoveryShapeError(url, spec.cursor, "the cursor pointer names an object or array, not a token")
         cursor = scalar_text(token)   # D-23: null and "" are absent
-    return ParsedListing(tuple(entries), len(records), tuple(dropped), cursor=cursor)
+    return ParsedListing.of(entries, len(records), tuple(dropped), cursor=cursor)

@@ -12,21 +12,19 @@ import re
 import zlib
 from collections import deque
 from collections.abc import Iterator
-from itertools import repeat
-from operator import attrgetter, methodcaller
+from functools import lru_cache
 
 from lxml import etree
 
-from .listing_common import DiscoveryShapeError, ListingEntry, ListingUnreadable, ParsedListing
+from .listing_common import DiscoveryShapeError, ListingUnreadable, ParsedListing
 
 # The sitemaps.org protocol's own limits, per sitemap file.
 MAX_SITEMAP_URLS = 50_000
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024
-# One chunk is one batch. Small batches keep few element proxies alive at a time, so the
-# cyclic GC promotes (and later rescans) fewer of them: 32 KiB measured fastest, ahead of
-# 8 KiB (per-batch overhead) and 128 KiB (GC), and the tree never holds more than one
-# chunk's entries.
-CHUNK = 1 << 15
+# One chunk is one batch: 64 KiB measured fastest on a 50,000-URL sitemap, ahead of 32 KiB
+# (more XPath calls per URL) and 128 KiB (a batch no longer sits in the CPU cache while it
+# is read), and the tree never holds more than one chunk's entries.
+CHUNK = 1 << 16
 
 _GZIP_MAGIC = b"\x1f\x8b"
 # D-35: a DOCTYPE or any entity declaration refuses the listing; the five predefined
@@ -149,11 +147,6 @@ def _root_tag(chunks: Iterator[bytes], seen: list[bytes]) -> str | None:
 _MARKER = b"<?collection-sitemap?>"
 _XML_DECLARATION = re.compile(rb"<\?xml[ \t\r\n][^<>]*\?>")
 
-_PARENT = methodcaller("getparent")
-_TEXT = attrgetter("text")
-_NEW = tuple.__new__   # _NEW(ListingEntry, fields): a NamedTuple without its Python-level __new__
-
-
 def _marked(head: bytes) -> bytes | None:
     """`head` with the marker PI where the prolog allows one, or None when unsure where."""
     start = len(_BOM) if head.startswith(_BOM) else 0
@@ -167,35 +160,61 @@ def _marked(head: bytes) -> bytes | None:
     return head[:start] + _MARKER + head[start:]
 
 
-def _bulk(root, kids: list, last, field_tag: str, optional: bool = False) -> list | None:
-    """The stripped text of each kid's one <field_tag> child, in order; None when irregular.
+@lru_cache(maxsize=16)
+def _field_paths(namespace: str, entry: str, field_name: str) -> tuple[etree.XPath, etree.XPath]:
+    """XPaths to every child node of the last <field_name> of each <entry> child of the
+    root, and of one entry alone (to take the incomplete last entry's share back out)."""
+    if namespace:
+        options = dict(namespaces={"s": namespace}, smart_strings=False)
+        entry, field_name = f"s:{entry}", f"s:{field_name}"
+    else:
+        options = dict(smart_strings=False)
+    return (etree.XPath(f"{entry}/{field_name}[last()]/node()", **options),
+            etree.XPath(f"{field_name}[last()]/node()", **options))
 
-    Read for a whole batch at once, in C as far as lxml allows, instead of element by
-    element; the caller has checked that every kid is an entry element. It holds only
-    when every kid has exactly one such child, with text and nothing but text (or, when
-    `optional`, when no kid has one: all None); anything else (a second or missing <loc>,
-    a comment inside one, an empty value) returns None and the batch is read entry by
-    entry.
+
+@lru_cache(maxsize=8)
+def _count_paths(namespace: str, entry: str) -> etree.XPath:
+    """An XPath counting the root's <entry> children."""
+    if namespace:
+        return etree.XPath(f"count(s:{entry})", namespaces={"s": namespace})
+    return etree.XPath(f"count({entry})")
+
+
+_STR_ONLY = {str}
+
+
+def _bulk(root, entries: int, last, paths: tuple[etree.XPath, etree.XPath],
+          optional: bool = False) -> list | None:
+    """The stripped text of the last <field> of each entry child of the root, in order, read
+    for the whole batch in C; None when that would not be what entry-by-entry reading gives.
+
+    `entries` is how many complete entries the root holds. An XPath to the nodes inside each
+    entry's last field returns text nodes as plain str and anything else (a comment, PI or
+    element) as an object. The parser merges adjacent text (CDATA, character and predefined
+    entity references, text cut by a chunk boundary) into one node, so when every node found
+    is a str each field holds at most one, and `entries` of them mean every entry's field
+    holds exactly one. With `optional` (<lastmod>), finding none at all also holds: every
+    value is None. Anything else (a missing or split field, an empty <loc>, a count that is
+    off) returns None and the batch is read entry by entry. `last` is the incomplete entry
+    after the batch, if any: its field (what of it has been read) comes last and is taken
+    back out.
     """
-    fields = list(root.iter(field_tag))
-    parents = list(map(_PARENT, fields))
-    while parents and parents[-1] is last:   # the incomplete last kid's own fields
-        parents.pop()
-        fields.pop()
-    if optional and not parents:
-        return [None] * len(kids)
-    if parents != kids:
-        # Identity, in order: each kid is the parent of exactly one field, and no field
-        # (nested deeper, or a child of the root) lies elsewhere.
+    every, one = paths
+    nodes = every(root)
+    if last is not None:
+        own = len(one(last))
+        if own:
+            del nodes[-own:]
+    if not nodes and optional:
+        return [None] * entries
+    if len(nodes) != entries or set(map(type, nodes)) != _STR_ONLY:
         return None
-    if any(map(len, fields)):
-        return None   # a comment, PI or element inside a field splits its text
-    texts = list(map(_TEXT, fields))
-    if not all(texts):   # None (no text) or ""
-        return None
-    values = list(map(str.strip, texts))
+    values = list(map(str.strip, nodes))
     if not all(values):
-        return None
+        if not optional:
+            return None   # an empty <loc> is a dropped entry (D-27)
+        values = [value or None for value in values]
     return values
 
 
@@ -224,11 +243,11 @@ def parse_sitemap(body: bytes, url: str = "", *, max_urls: int = MAX_SITEMAP_URL
     entry_tag = prefix + entry_local
     loc_tag, lastmod_tag = prefix + "loc", prefix + "lastmod"
     is_urlset = kind == "urlset"
-    count_entries = etree.XPath(f"count(s:{entry_local})", namespaces={"s": namespace}) if namespace \
-        else etree.XPath(f"count({entry_local})")
+    loc_paths = _field_paths(namespace, entry_local, "loc")
+    lastmod_paths = _field_paths(namespace, entry_local, "lastmod")
+    count_entries = _count_paths(namespace, entry_local)
 
-    # Links and revisions are kept as lists of str (which the cyclic GC does not track)
-    # and made into entries in one pass at the end; a sitemapindex never needs entries.
+    # Columns of str, which the cyclic GC does not track; a sitemapindex needs no revisions.
     links: list[str] = []
     revisions: list[str | None] = []
     dropped: list[str] = []
@@ -246,31 +265,34 @@ def parse_sitemap(body: bytes, url: str = "", *, max_urls: int = MAX_SITEMAP_URL
             for child in element:
                 tag = child.tag
                 if tag == loc_tag:
-                    loc = _text(child) if len(child) else (child.text or "").strip() or None
+                    loc = _text(child)
                 elif tag == lastmod_tag:
-                    lastmod = _text(child) if len(child) else (child.text or "").strip() or None
+                    lastmod = _text(child)
             if loc is None:
                 dropped.append(f"entry {count}: no <loc>")  # D-27
             else:
                 links.append(loc)
                 revisions.append(lastmod)
 
-    def take_batch(kids: list, last) -> None:
+    def take_batch(done: int, last) -> None:
         nonlocal count
-        locs = None
-        if count_entries(root) == len(kids) + (last is not None and last.tag == entry_tag):
-            locs = _bulk(root, kids, last, loc_tag)   # (else some kid is not an entry element)
+        tail = last if last is not None and last.tag == entry_tag else None
+        entries = done
+        locs = _bulk(root, entries, tail, loc_paths)
+        if locs is None:
+            # A comment or a foreign element between entries need not cost the bulk read.
+            entries = int(count_entries(root)) - (tail is not None)
+            if entries != done:
+                locs = _bulk(root, entries, tail, loc_paths)
         lastmods = None
         if locs is not None and is_urlset:
-            lastmods = _bulk(root, kids, last, lastmod_tag, optional=True)
-            if lastmods is None:
-                locs = None   # some entries have a <lastmod> and some not, or an odd one
-        if locs is None:
-            take(kids)
+            lastmods = _bulk(root, entries, tail, lastmod_paths, optional=True)
+        if locs is None or (is_urlset and lastmods is None):
+            take(root[:done])
             return
-        if count + len(kids) > max_urls:
+        if count + entries > max_urls:
             raise ListingUnreadable("sitemap_too_many_urls", f"the sitemap lists more than {max_urls} entries")
-        count += len(kids)
+        count += entries
         links.extend(locs)
         if lastmods is not None:
             revisions.extend(lastmods)
@@ -303,17 +325,16 @@ def parse_sitemap(body: bytes, url: str = "", *, max_urls: int = MAX_SITEMAP_URL
                 # tree never holds more than one chunk's entries.
                 done = len(root) - 1
                 if done > 0:
-                    take_batch(root[:done], root[done])
+                    take_batch(done, root[done])
                     del root[:done]
         parser.close()
     except etree.XMLSyntaxError as exc:
         raise ListingUnreadable("xml_invalid", f"the sitemap is not well-formed XML: {exc}") from None
     if root is not None and len(root):
-        take_batch(root[:], None)
+        take_batch(len(root), None)
     if is_urlset:
-        entries = tuple(map(_NEW, repeat(ListingEntry), zip(links, repeat(None), revisions)))
-        return ParsedListing(entries, count, tuple(dropped), root=kind)
-    return ParsedListing((), count, tuple(dropped), children=tuple(links), root=kind)
+        return ParsedListing(tuple(links), (None,) * len(links), tuple(revisions), count, tuple(dropped), root=kind)
+    return ParsedListing(record_count=count, dropped=tuple(dropped), children=tuple(links), root=kind)
 
 
 def _chain(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
