@@ -1,4 +1,4 @@
-"""Discovery benchmark: a 50,000-URL sitemap and a 100-page JSON listing.
+"""Discovery benchmark: a 50,000-URL sitemap (two shapes) and a 100-page JSON listing.
 
 Each row (the listing parser, the whole discovery pass — parser + resolution +
 canonicalisation + origin checks + duplicates — and beside them the bare
@@ -50,6 +50,19 @@ def sitemap_bytes(n: int = 50_000) -> bytes:
     return "".join(parts).encode()
 
 
+def pretty_sitemap_bytes(n: int = 50_000) -> bytes:
+    """The shape SEO plugins write: indented, each entry with an image extension element."""
+    parts = [f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{NS}" '
+             f'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">\n']
+    for i in range(n):
+        parts.append(f"\t<url>\n\t\t<loc>{HOST}/decisions/{i}-council-decision/</loc>\n"
+                     f"\t\t<lastmod>2024-{i % 12 + 1:02d}-{i % 28 + 1:02d}T10:00:00+00:00</lastmod>\n"
+                     f"\t\t<image:image>\n\t\t\t<image:loc>{HOST}/img/{i}.jpg</image:loc>\n"
+                     f"\t\t</image:image>\n\t</url>\n")
+    parts.append("</urlset>\n")
+    return "".join(parts).encode()
+
+
 def json_pages(pages: int = 100, per_page: int = 100) -> dict[str, ListingResponse]:
     base = f"{HOST}/wp-json/wp/v2/decisions?per_page={per_page}"
     responses = {}
@@ -69,6 +82,7 @@ def json_pages(pages: int = 100, per_page: int = 100) -> dict[str, ListingRespon
 
 def _rows() -> list[tuple[str, object]]:
     sitemap = sitemap_bytes()
+    pretty = pretty_sitemap_bytes()
     sitemap_url = f"{HOST}/sitemap.xml"
     sitemap_config = DiscoveryConfig.from_mapping({"kind": "sitemap", "url": sitemap_url})
     sitemap_response = {sitemap_url: ListingResponse(sitemap_url, 200, (("Content-Type", "application/xml"),), sitemap)}
@@ -85,6 +99,8 @@ def _rows() -> list[tuple[str, object]]:
         ("sitemap 50k: lxml.etree.fromstring (bare)", lambda: etree.fromstring(sitemap)),
         ("sitemap 50k: parse_sitemap (iterative)", lambda: parse_sitemap(sitemap)),
         ("sitemap 50k: full discovery pass", lambda: run_offline(sitemap_config, [HOST], sitemap_response)),
+        ("indented + image:image: fromstring (bare)", lambda: etree.fromstring(pretty)),
+        ("indented + image:image: parse_sitemap", lambda: parse_sitemap(pretty)),
         ("json 100 pages: json.loads (bare)", lambda: [json.loads(b) for b in bodies]),
         ("json 100 pages: parse_json_listing", lambda: [parse_json_listing(b, spec) for b in bodies]),
         ("json 100 pages: full discovery pass", lambda: run_offline(json_config, [HOST], pages)),
@@ -180,10 +196,13 @@ def main() -> None:
               f"   {median(i, 'rss'):5.1f} MiB")
     print(f"ratio sitemap parser / bare parse:  {ratio(1, 0):5.2f}x  (target <= 2.00x)")
     print(f"ratio sitemap discovery / bare:     {ratio(2, 0):5.2f}x")
-    print(f"ratio json parser / bare loads:     {ratio(4, 3):5.2f}x")
-    print(f"ratio json discovery / bare loads:  {ratio(5, 3):5.2f}x")
-    worst = max(max(median(i, "traced"), median(i, "rss")) for i in range(len(names)))
-    print(f"worst row peak (traced or rss growth): {worst:.1f} MiB  (target <= 100 MiB)")
+    print(f"ratio indented sitemap / bare:      {ratio(4, 3):5.2f}x")
+    print(f"ratio json parser / bare loads:     {ratio(6, 5):5.2f}x")
+    print(f"ratio json discovery / bare loads:  {ratio(7, 5):5.2f}x")
+    ours = [i for i, name in enumerate(names) if "(bare)" not in name]
+    worst = max(max(median(i, "traced"), median(i, "rss")) for i in ours)
+    print(f"worst peak of our rows (traced or rss growth): {worst:.1f} MiB  (target <= 100 MiB; "
+          f"the bare parses are baselines)")
 
 
 if __name__ == "__main__":
