@@ -28,7 +28,7 @@ from collection import urls
 from collection.mediatypes import accept_header, accepts, media_type
 from collection.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_retry_after
 from collection.egress import Egress, EgressRefused
-from collection.politeness import NEVER, Politeness, Ticket
+from collection.politeness import NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
 from collection.transport import (
     DEFAULT_TOKEN,
     Request,
@@ -239,7 +239,13 @@ class Fetcher:
         self.range_threshold = int(range_threshold)
         self.range_size = int(range_size)
         self.max_body_bytes = int(max_body_bytes)
-        self._lock = threading.Lock()          # guards budget and politeness
+        self._lock = threading.Lock()          # guards budget, politeness and _sending
+        # Requests per host between leaving _wait_ready and their response's close, capped at
+        # PER_ORIGIN_IN_FLIGHT: the transport's per-host connection pool is that size, so no
+        # thread ever blocks inside it. Such a block would be a wait on a queue that only a
+        # request sleeping for its politeness slot could free, which a virtual clock cannot
+        # see (clock.py): time would stand still until the pool gave up.
+        self._sending: dict[str, int] = {}
         self._robots: dict[str, _RobotsEntry] = {}
         self._robots_lock = threading.Lock()
 
@@ -411,23 +417,24 @@ class Fetcher:
             response = self.transport.send(Request(url, headers, target), deadline, before_write)
         except TransportError as exc:
             self._commit(kind, reservation, tally, cause)
-            self._finish(holder.get("ticket"), None)
+            self._finish(host, holder.get("ticket"), None)
             tally.ended(getattr(exc, "completed_at", None))
             raise
         except _Stop:
-            if reservation is not None:
-                with self._lock:
+            with self._lock:
+                if reservation is not None:
                     self.budget.release(reservation)
+            self._finish(host, holder.get("ticket"), None)
             raise
         except BaseException:
             self._commit(kind, reservation, tally, cause)
-            self._finish(holder.get("ticket"), None)
+            self._finish(host, holder.get("ticket"), None)
             raise
         self._commit(kind, reservation, tally, cause)
         retry_after = None
         if response.status in (429, 503):
             retry_after = parse_retry_after(response.header("Retry-After"), self.clock.wall())
-        return _Held(response, lambda: self._finish(holder.get("ticket"), retry_after), tally)
+        return _Held(response, lambda: self._finish(host, holder.get("ticket"), retry_after), tally)
 
     def _commit(self, kind, reservation, tally: _Tally, cause: str) -> None:
         with self._lock:
@@ -444,7 +451,9 @@ class Fetcher:
             tally.ranges += 1
 
     def _wait_ready(self, host: str) -> None:
-        """Sleep until politeness would let `host` start (without taking the slot yet)."""
+        """Sleep until politeness would let `host` start and fewer than PER_ORIGIN_IN_FLIGHT
+        of its requests are being sent; then count this one as being sent. The politeness
+        slot itself is taken when the request is written (before_write)."""
         while True:
             now = self.clock.monotonic()
             with self._lock:
@@ -452,8 +461,11 @@ class Fetcher:
                     self.budget.record_stop(B.DEADLINE)
                     raise _Stop(B.DEADLINE)
                 ready = self.politeness.ready_at(host, now)
-            if ready <= now:
-                return
+                if self._sending.get(host, 0) >= PER_ORIGIN_IN_FLIGHT:
+                    ready = NEVER
+                elif ready <= now:
+                    self._sending[host] = self._sending.get(host, 0) + 1
+                    return
             wake = now + _POLL_SECONDS if ready == NEVER else ready
             deadline = self.budget.deadline
             if deadline is not None and wake >= deadline and ready != NEVER:
@@ -472,11 +484,13 @@ class Fetcher:
                 return ticket
             self.clock.sleep_until(now + _POLL_SECONDS if ready == NEVER else ready)
 
-    def _finish(self, ticket: Ticket | None, retry_after: float | None) -> None:
-        if ticket is None:
-            return
+    def _finish(self, host: str, ticket: Ticket | None, retry_after: float | None) -> None:
+        """The request to `host` has ended: its sending place and its politeness slot (if
+        it got as far as taking one) are given back."""
         with self._lock:
-            self.politeness.finish(ticket, self.clock.monotonic(), retry_after)
+            self._sending[host] -= 1
+            if ticket is not None:
+                self.politeness.finish(ticket, self.clock.monotonic(), retry_after)
 
     # --- bodies -----------------------------------------------------------------------------
     def _body(self, spec: FetchSpec, url: str, response: "_Held", tally: _Tally) -> FetchOutcome:

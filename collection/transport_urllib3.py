@@ -8,7 +8,8 @@ What it guarantees (FETCH-01, FETCH-02, FETCH-18, FETCH-24, GUIDE: Security):
 - the TCP connection goes to `Request.target` (the address egress checked, or the operator's
   --resolve mapping) while SNI, the Host header and certificate verification use the host
   name — curl's --resolve semantics, done by a connection subclass that moves only the socket;
-- at most two pooled connections per host (pool maxsize 2, blocking);
+- at most two pooled connections per host (pool maxsize PER_ORIGIN_IN_FLIGHT, blocking; the
+  fetcher lets no more requests per host than that into `send`, so it never blocks);
 - the body is read with `read1` so a drip yields small reads, the socket timeout before each
   read is cut to what is left of the attempt's deadline, and decompression is bounded per
   read (urllib3's max_length), so neither a slow drip nor a gzip bomb outlives its caps.
@@ -40,6 +41,7 @@ from urllib3.exceptions import (
 from urllib3.util import connection as _connection
 
 from collection.egress import Target
+from collection.politeness import PER_ORIGIN_IN_FLIGHT
 from collection.transport import (
     DEFAULT_INFO_URL,
     DEFAULT_TOKEN,
@@ -166,7 +168,7 @@ class Urllib3Transport:
     """The network transport (thread-safe; one instance per run)."""
 
     def __init__(self, *, ca_bundle: str | None = None, token: str = DEFAULT_TOKEN,
-                 info_url: str = DEFAULT_INFO_URL, per_host_connections: int = 2,
+                 info_url: str = DEFAULT_INFO_URL, per_host_connections: int = PER_ORIGIN_IN_FLIGHT,
                  monotonic: Callable[[], float] = time.monotonic,
                  read_gap_seconds: float = READ_GAP_SECONDS):
         self.user_agent = user_agent(token, info_url)

@@ -262,6 +262,36 @@ def test_threads_share_one_fetcher(loopback):  # FETCH-16, FETCH-18
     assert fetcher.budget.counts().page == 12 and fetcher.budget.counts().robots == 3
 
 
+def test_more_threads_than_connections_on_one_host_never_stall_the_virtual_clock(loopback):  # FETCH-18
+    """Five threads, one host, two pooled connections. A thread holding a connection while
+    it sleeps for its politeness slot must never leave another blocked inside the pool:
+    that block is invisible to the virtual clock, so time stood still until the request
+    timed out and was retried."""
+    loopback.route("*", Reply(200, HTML, b"x", delay=0.005))
+    clock = VirtualClock()
+    fetcher = make_fetcher(loopback, clock=clock, concurrency=5)
+    jobs = [FetchSpec(f"https://www.example.com/p{n}", "page", ("text/html",)) for n in range(15)]
+    results, lock = [], threading.Lock()
+    participants = [clock.enroll() for _ in range(5)]
+
+    def worker(part, mine):
+        with part:
+            for spec in mine:
+                out = fetcher.fetch(spec)
+                with lock:
+                    results.append(out)
+
+    threads = [threading.Thread(target=worker, args=(participants[i], jobs[i::5])) for i in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(o.outcome for o in results) == [FETCHED] * 15
+    counts = fetcher.budget.counts()
+    assert (counts.page, counts.retry) == (15, 0)
+    assert all(o.retries == 0 for o in results)
+
+
 def test_a_listing_4xx_keeps_its_error_body_for_discovery(loopback):
     """D-03, D-13: WordPress answers 400 past the last page; discovery must read that body."""
     body = b'{"code":"rest_post_invalid_page_number","data":{"status":400}}'
