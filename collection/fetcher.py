@@ -14,9 +14,7 @@ scheduler are plain objects guarded here by one lock held only for their calls.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
-import math
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable

@@ -13,8 +13,6 @@ from pathlib import Path
 import click
 
 from collection.canonical import ordered_json
-
-from collection.canonical import ordered_json
 from collection.clock import SystemClock, VirtualClock
 from collection.egress import Egress, parse_resolve
 from collection.refusal import RefusedError

@@ -19,7 +19,7 @@ import threading
 import unicodedata
 from typing import Any
 
-from lxml import etree, html
+from lxml import html
 
 # WHATWG maps these labels to windows-1252; pages labelled latin-1 are cp1252 in practice
 # (curly quotes in 0x80–0x9F), and reading them as true latin-1 would yield C1 controls.
