@@ -181,24 +181,21 @@ def _count_paths(namespace: str, entry: str) -> etree.XPath:
     return etree.XPath(f"count({entry})")
 
 
-_STR_ONLY = {str}
-
-
 def _bulk(root, entries: int, last, paths: tuple[etree.XPath, etree.XPath],
           optional: bool = False) -> list | None:
     """The stripped text of the last <field> of each entry child of the root, in order, read
     for the whole batch in C; None when that would not be what entry-by-entry reading gives.
 
-    `entries` is how many complete entries the root holds. An XPath to the nodes inside each
-    entry's last field returns text nodes as plain str and anything else (a comment, PI or
-    element) as an object. The parser merges adjacent text (CDATA, character and predefined
-    entity references, text cut by a chunk boundary) into one node, so when every node found
-    is a str each field holds at most one, and `entries` of them mean every entry's field
-    holds exactly one. With `optional` (<lastmod>), finding none at all also holds: every
-    value is None. Anything else (a missing or split field, an empty <loc>, a count that is
-    off) returns None and the batch is read entry by entry. `last` is the incomplete entry
-    after the batch, if any: its field (what of it has been read) comes last and is taken
-    back out.
+    `entries` is how many complete entries the root holds. An XPath to the nodes inside
+    each entry's last field returns text nodes as plain str and anything else (a comment,
+    PI or element) as an object, which str.strip refuses. The parser merges adjacent text
+    (CDATA, character and predefined entity references, text cut by a chunk boundary) into
+    one node, so when every node found is a str each field holds at most one, and `entries`
+    of them mean every entry's field holds exactly one. With `optional` (<lastmod>),
+    finding none at all also holds: every value is None. Anything else (a missing or split
+    field, an empty <loc>, a count that is off) returns None and the batch is read entry
+    by entry. `last` is the incomplete entry after the batch, if any: its field (what of
+    it has been read) comes last and is taken back out.
     """
     every, one = paths
     nodes = every(root)
@@ -208,9 +205,12 @@ def _bulk(root, entries: int, last, paths: tuple[etree.XPath, etree.XPath],
             del nodes[-own:]
     if not nodes and optional:
         return [None] * entries
-    if len(nodes) != entries or set(map(type, nodes)) != _STR_ONLY:
+    if len(nodes) != entries:
         return None
-    values = list(map(str.strip, nodes))
+    try:
+        values = list(map(str.strip, nodes))
+    except TypeError:
+        return None   # a node that is not text: str.strip takes nothing else
     if not all(values):
         if not optional:
             return None   # an empty <loc> is a dropped entry (D-27)
