@@ -160,25 +160,20 @@ def _marked(head: bytes) -> bytes | None:
     return head[:start] + _MARKER + head[start:]
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=32)
+def _xpath(namespace: str, path: str) -> etree.XPath:
+    """`path` compiled with its names ("{url}", "{loc}") in the root's namespace, or in
+    none; text comes back as plain str."""
+    if not namespace:
+        return etree.XPath(path.replace("{", "").replace("}", ""), smart_strings=False)
+    return etree.XPath(re.sub(r"\{(\w+)\}", r"s:\1", path), namespaces={"s": namespace}, smart_strings=False)
+
+
 def _field_paths(namespace: str, entry: str, field_name: str) -> tuple[etree.XPath, etree.XPath]:
     """XPaths to every child node of the last <field_name> of each <entry> child of the
     root, and of one entry alone (to take the incomplete last entry's share back out)."""
-    if namespace:
-        options = dict(namespaces={"s": namespace}, smart_strings=False)
-        entry, field_name = f"s:{entry}", f"s:{field_name}"
-    else:
-        options = dict(smart_strings=False)
-    return (etree.XPath(f"{entry}/{field_name}[last()]/node()", **options),
-            etree.XPath(f"{field_name}[last()]/node()", **options))
-
-
-@lru_cache(maxsize=8)
-def _count_paths(namespace: str, entry: str) -> etree.XPath:
-    """An XPath counting the root's <entry> children."""
-    if namespace:
-        return etree.XPath(f"count(s:{entry})", namespaces={"s": namespace})
-    return etree.XPath(f"count({entry})")
+    return (_xpath(namespace, f"{{{entry}}}/{{{field_name}}}[last()]/node()"),
+            _xpath(namespace, f"{{{field_name}}}[last()]/node()"))
 
 
 def _bulk(root, entries: int, last, paths: tuple[etree.XPath, etree.XPath],
@@ -245,7 +240,7 @@ def parse_sitemap(body: bytes, url: str = "", *, max_urls: int = MAX_SITEMAP_URL
     is_urlset = kind == "urlset"
     loc_paths = _field_paths(namespace, entry_local, "loc")
     lastmod_paths = _field_paths(namespace, entry_local, "lastmod")
-    count_entries = _count_paths(namespace, entry_local)
+    count_entries = _xpath(namespace, f"count({{{entry_local}}})")
 
     # Columns of str, which the cyclic GC does not track; a sitemapindex needs no revisions.
     links: list[str] = []

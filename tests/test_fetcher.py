@@ -236,15 +236,11 @@ def test_politeness_floor_holds_at_the_server(loopback):  # FETCH-19, D-10 (wall
     assert min(b - a for a, b in zip(arrivals, arrivals[1:])) >= 1.0
 
 
-def test_threads_share_one_fetcher(loopback):  # FETCH-16, FETCH-18
-    loopback.route("*", Reply(200, HTML, b"x", delay=0.01))
-    clock = VirtualClock()
-    hosts = ["www.example.com", "a.example.com", "b.example.com"]
-    fetcher = make_fetcher(loopback, clock=clock, concurrency=4,
-                           allowed=tuple(f"https://{h}" for h in hosts))
-    jobs = [FetchSpec(f"https://{h}/p{n}", "page", ("text/html",)) for h in hosts for n in range(4)]
+def _fetch_in_threads(fetcher, clock, jobs, workers: int) -> list:
+    """`jobs` dealt round-robin to `workers` threads enrolled on the virtual `clock`, all
+    sharing `fetcher`; the outcomes in the order they finished."""
     results, lock = [], threading.Lock()
-    participants = [clock.enroll() for _ in range(4)]
+    participants = [clock.enroll() for _ in range(workers)]
 
     def worker(part, mine):
         with part:
@@ -253,11 +249,22 @@ def test_threads_share_one_fetcher(loopback):  # FETCH-16, FETCH-18
                 with lock:
                     results.append(out)
 
-    threads = [threading.Thread(target=worker, args=(participants[i], jobs[i::4])) for i in range(4)]
+    threads = [threading.Thread(target=worker, args=(participants[i], jobs[i::workers])) for i in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return results
+
+
+def test_threads_share_one_fetcher(loopback):  # FETCH-16, FETCH-18
+    loopback.route("*", Reply(200, HTML, b"x", delay=0.01))
+    clock = VirtualClock()
+    hosts = ["www.example.com", "a.example.com", "b.example.com"]
+    fetcher = make_fetcher(loopback, clock=clock, concurrency=4,
+                           allowed=tuple(f"https://{h}" for h in hosts))
+    jobs = [FetchSpec(f"https://{h}/p{n}", "page", ("text/html",)) for h in hosts for n in range(4)]
+    results = _fetch_in_threads(fetcher, clock, jobs, 4)
     assert sorted(o.outcome for o in results) == [FETCHED] * 12
     assert fetcher.budget.counts().page == 12 and fetcher.budget.counts().robots == 3
 
@@ -271,21 +278,7 @@ def test_more_threads_than_connections_on_one_host_never_stall_the_virtual_clock
     clock = VirtualClock()
     fetcher = make_fetcher(loopback, clock=clock, concurrency=5)
     jobs = [FetchSpec(f"https://www.example.com/p{n}", "page", ("text/html",)) for n in range(15)]
-    results, lock = [], threading.Lock()
-    participants = [clock.enroll() for _ in range(5)]
-
-    def worker(part, mine):
-        with part:
-            for spec in mine:
-                out = fetcher.fetch(spec)
-                with lock:
-                    results.append(out)
-
-    threads = [threading.Thread(target=worker, args=(participants[i], jobs[i::5])) for i in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = _fetch_in_threads(fetcher, clock, jobs, 5)
     assert sorted(o.outcome for o in results) == [FETCHED] * 15
     counts = fetcher.budget.counts()
     assert (counts.page, counts.retry) == (15, 0)
