@@ -32,9 +32,9 @@ import tracemalloc
 
 from lxml import etree
 
-from collection.discovery import DiscoveryConfig, ListingResponse, json_response, run_offline
-from collection.listing_json import JsonListingSpec, parse_json_listing
-from collection.listing_sitemap import parse_sitemap
+from collection.discover.driver import DiscoveryConfig, ListingResponse, json_response, run_offline
+from collection.discover.json_index import JsonListingSpec, parse_json_listing
+from collection.discover.sitemap import parse_sitemap
 
 HOST = "https://www.example.com"
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"

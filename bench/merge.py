@@ -22,13 +22,13 @@ import tempfile
 import time
 import tracemalloc
 
-from collection.gcpause import paused_gc
-from collection.ledger import LedgerRow, check_ledger_header, read_ledger, write_ledger
-from collection.merge import merge, prepare
-from collection.outcomes import FETCHED, DiscoveryOutcome, ListedPage, PageResult, rfc3339
-from collection.planner import Choice, Planner, Revisit
-from collection.relation import check_relation_header, provenance_row, relation_columns, scan_relation
-from collection.statecsv import CsvWriter
+from collection.run.gcpause import paused_gc
+from collection.merge.ledger import LedgerRow, check_ledger_header, read_ledger, write_ledger
+from collection.merge.engine import merge, prepare
+from collection.merge.outcomes import FETCHED, DiscoveryOutcome, ListedPage, PageResult, rfc3339
+from collection.merge.planner import Choice, Planner, Revisit
+from collection.merge.relation import check_relation_header, provenance_row, relation_columns, scan_relation
+from collection.merge.csvio import CsvWriter
 
 COLS = ("title", "story")
 ROWS_PER_PAGE = 4
@@ -83,7 +83,7 @@ def baseline(directory: str) -> None:
 
 
 def refresh(directory: str, discovery: DiscoveryOutcome, fetch) -> dict:
-    """The merge steps as collection/run.py drives them, the collector paused where it pauses it."""
+    """The merge steps as collection/run/loop.py drives them, the collector paused where it pauses it."""
     rel, led = os.path.join(directory, "relation.csv"), os.path.join(directory, "ledger.csv")
     with open(led, newline="", encoding="utf-8") as f:
         assert check_ledger_header(f) is None

@@ -36,7 +36,7 @@ def mutant(mid: str, area: str, what: str):
 def _replace_everywhere(original, replacement) -> None:
     """Rebind every `collection.*` module global that names `original` (names imported with
     `from x import y` are copies, so patching the defining module alone is not enough)."""
-    import collection.run  # noqa: F401  (load the whole graph first)
+    import collection.run.loop  # noqa: F401  (load the whole graph first)
     for name, module in list(sys.modules.items()):
         if name == "collection" or name.startswith("collection."):
             for attr, value in list(vars(module).items()):
@@ -58,7 +58,7 @@ def _reorder(fn):
         def work_order(ledger, revisit, now):
             return fn(original(ledger, revisit, now))
         return work_order
-    _wrap("collection.planner", "work_order", make)
+    _wrap("collection.merge.planner", "work_order", make)
 
 
 def _split(choices):
@@ -99,7 +99,7 @@ def _provenance(transform):
             args = transform(list((reader_row, page_id, page_url, fetched_at, sha, revision, discovered_at, ordinal)))
             return original(*args)
         return provenance_row
-    _wrap("collection.relation", "provenance_row", make)
+    _wrap("collection.merge.relation", "provenance_row", make)
 
 
 @mutant("revision-never-increments", "revisions", "page_revision stays 1 when the digest changes")
@@ -129,7 +129,7 @@ def _():
 
 # --- coverage counters ---------------------------------------------------------------------
 def _coverage(transform):
-    import collection.coverage as cov
+    import collection.merge.coverage as cov
     original = cov.Coverage.as_dict
 
     def as_dict(self):
@@ -164,14 +164,14 @@ def _():
 
 @mutant("complete-ignores-failed", "coverage", "complete is true even with failed pages")
 def _():
-    import collection.coverage as cov
+    import collection.merge.coverage as cov
     original = cov.is_complete
     _replace_everywhere(original, lambda **kw: original(**{**kw, "failed": 0}))
 
 
 @mutant("complete-ignores-truncation", "coverage", "complete ignores the truncated relation")
 def _():
-    import collection.coverage as cov
+    import collection.merge.coverage as cov
     original = cov.is_complete
     _replace_everywhere(original, lambda **kw: original(**{**kw, "truncated": False, "pending": 0}))
 
@@ -179,7 +179,7 @@ def _():
 # --- budgets ------------------------------------------------------------------------------
 @mutant("budget-fetches-plus-one", "budgets", "max_fetches_per_run allows one fetch more")
 def _():
-    import collection.planner as planner
+    import collection.merge.planner as planner
     original = planner.Planner.__init__
 
     def __init__(self, ledger, *, max_fetches_per_run, **kw):
@@ -189,7 +189,7 @@ def _():
 
 @mutant("budget-failures-use-fetches", "budgets", "failed fetches use up max_fetches_per_run (against D-15)")
 def _():
-    import collection.planner as planner
+    import collection.merge.planner as planner
     original = planner.Planner.report
 
     def report(self, result):
@@ -201,7 +201,7 @@ def _():
 
 @mutant("budget-redirects-free", "budgets", "redirect hops are not charged to max_requests")
 def _():
-    import collection.budgets as B
+    import collection.fetch.budgets as B
     original = B.Budget.__init__
 
     def __init__(self, max_requests, *a, **kw):
@@ -217,7 +217,7 @@ def _():
 # --- absence and failures ------------------------------------------------------------------
 @mutant("absence-deletes-rows", "absence", "pages discovery no longer lists lose their rows")
 def _():
-    import collection.merge as M
+    import collection.merge.engine as M
     listed: set[str] = set()
     original_prepare, original_iter = M.prepare, M.iter_pages
 
@@ -236,7 +236,7 @@ def _():
 
 @mutant("failure-drops-rows", "failures", "a failed page loses its previous rows")
 def _():
-    import collection.merge as M
+    import collection.merge.engine as M
     failed: set[str] = set()
     original_merge, original_iter = M.merge, M.iter_pages
 
@@ -256,8 +256,8 @@ def _():
 
 @mutant("retry-404", "failures", "404 is retried like a 5xx (both guards: the fetcher's decision and the retry policy)")
 def _():
-    import collection.fetcher as F
-    import collection.retry as R
+    import collection.fetch.fetcher as F
+    import collection.fetch.retry as R
     original = F.status_decision
     F.status_decision = lambda status: "retry" if status == 404 else original(status)
     retryable = R.is_retryable
@@ -266,14 +266,14 @@ def _():
 
 @mutant("no-retry-5xx", "failures", "5xx answers are never retried")
 def _():
-    import collection.fetcher as F
+    import collection.fetch.fetcher as F
     original = F.status_decision
     F.status_decision = lambda status: "fail" if status >= 500 else original(status)
 
 
 @mutant("retries-plus-one", "failures", "one retry more than pages.retries")
 def _():
-    import collection.fetcher as F
+    import collection.fetch.fetcher as F
     original = F.Fetcher.__init__
 
     def __init__(self, *a, retries=2, **kw):
@@ -283,7 +283,7 @@ def _():
 
 @mutant("robots-ignored", "failures", "robots.txt is never consulted")
 def _():
-    import collection.fetcher as F
+    import collection.fetch.fetcher as F
     original = F.Fetcher.__init__
 
     def __init__(self, *a, **kw):
@@ -331,34 +331,34 @@ def _():
 
 @mutant("listing-any-media-type", "canonicalisation", "json_api listings accept text/html and text/plain")
 def _():
-    import collection.discovery as D
+    import collection.discover.driver as D
     D.ACCEPTED_MEDIA_TYPES["json_api"] = D.ACCEPTED_MEDIA_TYPES["json_api"] + ("text/html", "text/plain")
 
 
 # --- pagination stops ------------------------------------------------------------------------
 @mutant("pagination-starts-one-late", "pagination", "page_parameter starts at first + 1")
 def _():
-    import collection.pagination as pg
+    import collection.discover.pagination as pg
     original = pg.numbered_url
     _replace_everywhere(original, lambda config, base, index: original(config, base, index + 1))
 
 
 @mutant("pagination-offset-ignores-step", "pagination", "offset_parameter advances by 1 whatever step says")
 def _():
-    import collection.pagination as pg
+    import collection.discover.pagination as pg
     original = pg.numbered_url
     _replace_everywhere(original, lambda config, base, index: original(dataclasses.replace(config, step=1), base, index))
 
 
 @mutant("pagination-link-header-ignored", "pagination", "link_header never finds rel=next")
 def _():
-    import collection.pagination as pg
+    import collection.discover.pagination as pg
     _replace_everywhere(pg.next_link_target, lambda values: None)
 
 
 @mutant("clamp-splits-pages", "pagination", "the max_rows clamp cuts through any page")
 def _():
-    import collection.merge as M
+    import collection.merge.engine as M
     original = M._write_clamped
 
     def _write_clamped(writer, pages, max_rows):

@@ -22,12 +22,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from loopback import LoopbackServer, Reply  # noqa: E402
 
-from collection.budgets import Budget  # noqa: E402
-from collection.clock import SystemClock  # noqa: E402
-from collection.egress import Egress  # noqa: E402
-from collection.fetcher import ARRIVAL_MARGIN_SECONDS, FETCHED, Fetcher, FetchSpec  # noqa: E402
-from collection.politeness import Politeness  # noqa: E402
-from collection.transport_urllib3 import Urllib3Transport  # noqa: E402
+from collection.fetch.budgets import Budget  # noqa: E402
+from collection.fetch.clock import SystemClock  # noqa: E402
+from collection.fetch.egress import Egress  # noqa: E402
+from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS, FETCHED, Fetcher, FetchSpec  # noqa: E402
+from collection.fetch.politeness import Politeness  # noqa: E402
+from collection.fetch.urllib3_transport import Urllib3Transport  # noqa: E402
 
 HOSTS = ("a.example.com", "b.example.com", "c.example.com")
 PER_HOST = 20
@@ -103,7 +103,7 @@ def measure_request_seconds(server) -> float:
     egress = Egress(server.resolve_map(*HOSTS))
     samples = []
     for n in range(6):
-        from collection.transport import Request
+        from collection.fetch.transport import Request
         t0 = time.monotonic()
         response = transport.send(Request("https://a.example.com/warm", (), egress.target("a.example.com")), t0 + 10)
         while response.read(65536):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import jsonschema
 
-from collection.registration import register_bytes
-from collection.resources import load_schema
+from collection.recipe.registration import register_bytes
+from collection.recipe.resources import load_schema
 
 EXAMPLE = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "recipes" / "council_decisions.json").read_text())
 KINDS = ["json_api", "html_index", "sitemap", "explicit"]

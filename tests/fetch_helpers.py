@@ -1,11 +1,11 @@
 """Building a fetcher wired to the loopback server (real urllib3 transport, resolve map)."""
 
-from collection.budgets import Budget
-from collection.clock import VirtualClock
-from collection.egress import Egress
-from collection.fetcher import ARRIVAL_MARGIN_SECONDS, Fetcher, FetchSpec
-from collection.politeness import Politeness
-from collection.transport_urllib3 import Urllib3Transport
+from collection.fetch.budgets import Budget
+from collection.fetch.clock import VirtualClock
+from collection.fetch.egress import Egress
+from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS, Fetcher, FetchSpec
+from collection.fetch.politeness import Politeness
+from collection.fetch.urllib3_transport import Urllib3Transport
 
 ORIGIN = "https://www.example.com"
 HTML = (("Content-Type", "text/html; charset=utf-8"),)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from collection.budgets import (
+from collection.fetch.budgets import (
     DEADLINE, DISCOVERY_MAX_REQUESTS, INITIAL, LISTING, MAX_REQUESTS, MAX_SOURCE_BYTES, PAGE,
     RANGE, REDIRECT, RETRY, Budget, Denied, Reservation,
 )

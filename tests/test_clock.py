@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from collection.clock import Clock, SystemClock, VirtualClock
+from collection.fetch.clock import Clock, SystemClock, VirtualClock
 
 
 def test_both_clocks_satisfy_the_protocol():
@@ -134,7 +134,7 @@ def test_turns_make_a_multi_worker_replay_deterministic():
     import threading
     import time as real_time
 
-    from collection.clock import VirtualClock
+    from collection.fetch.clock import VirtualClock
 
     def one_replay(seed: int) -> list[tuple[int, float]]:
         clock = VirtualClock(turns=True)

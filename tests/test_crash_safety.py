@@ -20,10 +20,10 @@ import time
 
 from test_run_kit import check_state, corpus, write_corpus
 
-from collection.clock import VirtualClock
-from collection.egress import Egress
-from collection.run import RunSettings, Shell, execute
-from collection.transport_replay import ReplayTransport, load_fixture
+from collection.fetch.clock import VirtualClock
+from collection.fetch.egress import Egress
+from collection.run.loop import RunSettings, Shell, execute
+from collection.recording.replay import ReplayTransport, load_fixture
 
 
 def _next_run_completes(recipe_path: str, fixture_path: str, state_dir: str) -> None:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from collection.cli import cli
 from collection.readers.base import DecodeFailure, Pin, decode
-from collection.transport_replay import load_fixture
+from collection.recording.replay import load_fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "fixtures", "council_decisions")
@@ -67,8 +67,8 @@ def test_discovery_over_both_publisher_states(report):
 
 
 def _pages(fixture, run):
-    from collection.discovery import DiscoveryConfig, run_offline
-    from collection.listing_common import ListingResponse
+    from collection.discover.driver import DiscoveryConfig, run_offline
+    from collection.discover.common import ListingResponse
     recipe = json.load(open(RECIPE))
     responses = {}
     for e in fixture.exchanges:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from collection.discovery import (
+from collection.discover.driver import (
     STOP_REASONS,
     DiscoveryConfig,
     DiscoveryShapeError,
@@ -513,7 +513,7 @@ def test_from_mapping_defaults():
     {"kind": "sitemap", "url": SM, "max_requests": 0},
 ])
 def test_from_mapping_refuses_unreadable_blocks(mapping):
-    from collection.discovery import DiscoveryConfigError
+    from collection.discover.driver import DiscoveryConfigError
     with pytest.raises(DiscoveryConfigError):
         DiscoveryConfig.from_mapping(mapping)
 

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from collection.listing_common import DiscoveryShapeError, ListingUnreadable, media_type, scalar_text
-from collection.listing_html import HtmlListingSpec, parse_html_listing
-from collection.listing_json import JsonListingSpec, parse_json_listing
-from collection.listing_sitemap import parse_sitemap
-from collection.pagination import PaginationConfig, next_link_target, numbered_url, parse_link_header, with_parameter
+from collection.discover.common import DiscoveryShapeError, ListingUnreadable, media_type, scalar_text
+from collection.discover.html_index import HtmlListingSpec, parse_html_listing
+from collection.discover.json_index import JsonListingSpec, parse_json_listing
+from collection.discover.sitemap import parse_sitemap
+from collection.discover.pagination import PaginationConfig, next_link_target, numbered_url, parse_link_header, with_parameter
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 

@@ -8,7 +8,7 @@ import json
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from collection.discovery import (
+from collection.discover.driver import (
     DiscoveryConfig,
     DiscoveryShapeError,
     ListingFailure,

@@ -5,7 +5,7 @@ so no test performs DNS or sends traffic anywhere."""
 
 import pytest
 
-from collection.egress import Egress, EgressRefused, address_problem, parse_resolve
+from collection.fetch.egress import Egress, EgressRefused, address_problem, parse_resolve
 
 ALLOWED = ("https://www.example.com", "https://evil.example.com")
 

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from collection import budgets as B
-from collection.clock import SystemClock, VirtualClock
-from collection.fetcher import FETCHED, FAILED, SKIPPED_ORIGIN, STOPPED, FetchSpec
+from collection.fetch import budgets as B
+from collection.fetch.clock import SystemClock, VirtualClock
+from collection.fetch.fetcher import FETCHED, FAILED, SKIPPED_ORIGIN, STOPPED, FetchSpec
 from fetch_helpers import HTML, ORIGIN, listing, make_fetcher, page
 from loopback import Reply
 

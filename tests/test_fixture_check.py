@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from collection.cli import cli
-from collection.clock import VirtualClock
-from collection.transport import Request, TransportError
-from collection.transport_replay import ReplayTransport, load_fixture
+from collection.fetch.clock import VirtualClock
+from collection.fetch.transport import Request, TransportError
+from collection.recording.replay import ReplayTransport, load_fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPE = os.path.join(ROOT, "fixtures", "recipes", "council_decisions.json")

@@ -7,7 +7,7 @@ import tracemalloc
 
 import trustme
 
-from collection.fetcher import FETCHED, FAILED
+from collection.fetch.fetcher import FETCHED, FAILED
 from fetch_helpers import HTML, make_fetcher, page
 from loopback import Reply, gzip_bomb
 

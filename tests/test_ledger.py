@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from collection.ledger import (LEDGER_COLUMNS, LEDGER_VERSION, LedgerRow, MergeInvalid, check_ledger_header,
+from collection.merge.ledger import (LEDGER_COLUMNS, LEDGER_VERSION, LedgerRow, MergeInvalid, check_ledger_header,
                                read_ledger, write_ledger)
 
 ROW = LedgerRow(page_id="p,1", url="https://www.example.com/a?b=1,2", state="fetched",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collection.mediatypes import (
+from collection.fetch.mediatypes import (
     LISTING_MEDIA_TYPES, accept_header, accepts, listing_accepted, media_type, page_accepted,
 )
 from collection.readers.registry import FAMILIES

@@ -11,13 +11,13 @@ import re
 
 import pytest
 
-from collection.coverage import Coverage, is_complete
-from collection.ledger import check_ledger_header, read_ledger
-from collection.ledger import MergeInvalid
-from collection.merge import check_predecessor
-from collection.planner import Revisit
-from collection.relation import check_relation_header, scan_relation
-from collection.states import COVERAGE_MEMBERS
+from collection.merge.coverage import Coverage, is_complete
+from collection.merge.ledger import check_ledger_header, read_ledger
+from collection.merge.ledger import MergeInvalid
+from collection.merge.engine import check_predecessor
+from collection.merge.planner import Revisit
+from collection.merge.relation import check_relation_header, scan_relation
+from collection.merge.states import COVERAGE_MEMBERS
 from test_merge_kit import COLS, body, Publisher, State, listing, relation_rows, rows_by_page, run, sha, t
 
 PID, URL, FETCHED_AT, SHA, REV, DISC_AT, ORD = range(2, 9)

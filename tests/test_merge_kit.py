@@ -11,11 +11,11 @@ import hashlib
 import io
 from dataclasses import dataclass, field
 
-from collection.ledger import check_ledger_header, read_ledger, write_ledger
-from collection.merge import MergeResult, merge, prepare
-from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, ListedPage, PageResult, rfc3339
-from collection.planner import Choice, Planner, Revisit, Stop
-from collection.relation import check_relation_header, scan_relation
+from collection.merge.ledger import check_ledger_header, read_ledger, write_ledger
+from collection.merge.engine import MergeResult, merge, prepare
+from collection.merge.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, ListedPage, PageResult, rfc3339
+from collection.merge.planner import Choice, Planner, Revisit, Stop
+from collection.merge.relation import check_relation_header, scan_relation
 
 COLS = ("title", "body")
 BASE = 1_700_000_000

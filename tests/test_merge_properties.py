@@ -12,7 +12,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collection.planner import Revisit
+from collection.merge.planner import Revisit
 from test_merge_kit import Publisher, State, listing, rows_by_page, run, t
 
 PIDS = ["a", "B", "b", "é", "日本", "z z", "x,y", 'q"t', "r\rr", "n\nn"]

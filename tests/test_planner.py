@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from collection.ledger import LedgerRow
-from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, PageResult
-from collection.planner import Choice, Planner, Revisit, Stop, Wait, work_order
+from collection.merge.ledger import LedgerRow
+from collection.merge.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, PageResult
+from collection.merge.planner import Choice, Planner, Revisit, Stop, Wait, work_order
 from test_merge_kit import Publisher, State, listing, rows_by_page, run, t
 
 

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from collection.pointer import MISSING, PointerMissing, escape_token, parse_pointer, resolve, resolve_or
+from collection.recipe.pointer import MISSING, PointerMissing, escape_token, parse_pointer, resolve, resolve_or
 
 # The example document of RFC 6901 §5.
 DOC = {"foo": ["bar", "baz"], "": 0, "a/b": 1, "c%d": 2, "e^f": 3, "g|h": 4, "i\\j": 5,

@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from collection.politeness import MAX_DELAY_SECONDS, NEVER, PER_ORIGIN_IN_FLIGHT, WORKER_CAP, Politeness
+from collection.fetch.politeness import MAX_DELAY_SECONDS, NEVER, PER_ORIGIN_IN_FLIGHT, WORKER_CAP, Politeness
 
 
 @pytest.mark.parametrize("min_interval, crawl_delay, expected_gap", [
@@ -152,7 +152,7 @@ def test_property_ready_at_is_never_before_now(now, host):
 
 def test_the_next_gap_counts_from_when_the_request_left_fetch_19():
     """FETCH-19, GUIDE: a write delayed after its slot pushes the next start back."""
-    from collection.politeness import Politeness
+    from collection.fetch.politeness import Politeness
 
     p = Politeness(1, 2)
     ticket = p.start("h", 10.0)

@@ -1,4 +1,4 @@
-"""Recording (collection/transport_record.py): live exchanges through the real urllib3 transport
+"""Recording (collection/recording/record.py): live exchanges through the real urllib3 transport
 against the loopback server, written as a fixture, replayed through ReplayTransport, compared
 byte for byte. Also: runs into one fixture, determinism, body placement, failures as behaviours."""
 
@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from collection.clock import VirtualClock
+from collection.fetch.clock import VirtualClock
 from fetch_helpers import read_all as _read_all
-from collection.egress import Egress
-from collection.fixture import parse_fixture
-from collection.transport import Request, TransportError
-from collection.transport_record import INLINE_LIMIT, Recorder, RecordingTransport, fixture_text
-from collection.transport_replay import ReplayTransport, load_fixture
-from collection.transport_urllib3 import Urllib3Transport
+from collection.fetch.egress import Egress
+from collection.recording.format import parse_fixture
+from collection.fetch.transport import Request, TransportError
+from collection.recording.record import INLINE_LIMIT, Recorder, RecordingTransport, fixture_text
+from collection.recording.replay import ReplayTransport, load_fixture
+from collection.fetch.urllib3_transport import Urllib3Transport
 from fetch_helpers import HTML, make_fetcher, page
 from loopback import Reply
 
@@ -216,7 +216,7 @@ def test_dump_parse_round_trip_keeps_behaviours_and_comments():
                            "body": {"text": "abcdef"}},
                           {"status": 200, "headers": [], "hang": "after_headers"},
                           {"status": 200, "headers": [], "drop_connection": True}]}]
-    from collection.fixture import dump_fixture
+    from collection.recording.format import dump_fixture
     fixture = parse_fixture(doc)
     assert parse_fixture(dump_fixture(fixture)) == fixture
     assert dump_fixture(fixture)[0]["comment"] == "kept"

@@ -126,10 +126,10 @@ def test_recorded_times_round_trip_and_replay_only_for_their_run():
     moves the virtual clock to a recorded end of the run it serves, not of a run it repeats."""
     import pytest
 
-    from collection.clock import VirtualClock
-    from collection.fixture import FixtureError, dump_fixture, parse_fixture
-    from collection.transport import Request
-    from collection.transport_replay import ReplayTransport
+    from collection.fetch.clock import VirtualClock
+    from collection.recording.format import FixtureError, dump_fixture, parse_fixture
+    from collection.fetch.transport import Request
+    from collection.recording.replay import ReplayTransport
 
     doc = {"exchanges": [{"request": {"url": f"{ORIGIN}/a"},
                           "response": {"status": 200, "body": {"text": "x"}, "completed_at": 1_800_000_010.25}}],

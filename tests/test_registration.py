@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from collection.model import PROVENANCE_COLUMNS
-from collection.registration import register_bytes, register_document
+from collection.recipe.model import PROVENANCE_COLUMNS
+from collection.recipe.registration import register_bytes, register_document
 
 EXAMPLE_PATH = Path(__file__).resolve().parent.parent / "fixtures" / "recipes" / "council_decisions.json"
 EXAMPLE = json.loads(EXAMPLE_PATH.read_text())

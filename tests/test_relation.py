@@ -7,10 +7,10 @@ import io
 
 import pytest
 
-from collection.ledger import MergeInvalid
-from collection.relation import (PROVENANCE_COLUMNS, check_relation_header, iter_pages, relation_columns,
+from collection.merge.ledger import MergeInvalid
+from collection.merge.relation import (PROVENANCE_COLUMNS, check_relation_header, iter_pages, relation_columns,
                                  scan_relation)
-from collection.statecsv import to_csv_text
+from collection.merge.csvio import to_csv_text
 
 COLS = ("title",)
 

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import given, strategies as st
 
-from collection.retry import (
+from collection.fetch.retry import (
     MAX_RETRY_AFTER_SECONDS, NETWORK_ERROR, TIMEOUT, RetryPolicy, is_retryable, parse_retry_after,
 )
 

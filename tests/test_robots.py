@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from collection.robots import (
+from collection.fetch.robots import (
     ALLOW_ALL, DISALLOW_ALL, MAX_PARSE_BYTES, Verdict, normalise, parse_robots, robots_policy_for_response,
 )
 

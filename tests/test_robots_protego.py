@@ -1,4 +1,4 @@
-"""Differential test: our RFC 9309 matcher (collection.robots) against Protego, on a corpus
+"""Differential test: our RFC 9309 matcher (collection.fetch.robots) against Protego, on a corpus
 of varied robots.txt files. Every disagreement must be listed in EXPECTED_DISAGREEMENTS
 with the reason ours is right (RFC 9309, or a documented decision); the test fails on any
 unexplained disagreement, and on a listed one that no longer disagrees (a stale entry).
@@ -12,7 +12,7 @@ import pytest
 
 import protego  # noqa: E402  (test extra; a missing install must fail, not skip)
 
-from collection.robots import parse_robots  # noqa: E402
+from collection.fetch.robots import parse_robots  # noqa: E402
 
 TOKEN = "MostlyRightDataHarness"
 ORIGIN = "https://www.example.com"

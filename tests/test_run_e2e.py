@@ -15,8 +15,8 @@ from loopback import Reply
 from test_run_kit import (COLUMNS, HOST, JSON_PAGE, ORIGIN, Publisher, current, ledger_rows, page_id,
                           page_requests, recipe, relation_rows, run_cli, run_in_process)
 
-from collection.refusal import RefusedError
-from collection.states import COVERAGE_MEMBERS
+from collection.recipe.refusal import RefusedError
+from collection.merge.states import COVERAGE_MEMBERS
 
 KINDS = ("json_api", "html_index", "sitemap", "explicit")
 
@@ -329,7 +329,7 @@ def test_cli_run_real_clock_exit_codes_json_and_politeness(loopback, tmp_path):
 
 
 def test_cli_registration_refusal_and_locked_state(loopback, tmp_path):
-    from collection.state import StateStore
+    from collection.store.generations import StateStore
 
     recipe_path = tmp_path / "recipe.json"
     doc = json.loads(recipe("sitemap"))

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from loopback import Reply
 
 from collection.canonical import canonical_json
-from collection.clock import VirtualClock
-from collection.egress import Egress
-from collection.run import RunSettings, Shell, execute
-from collection.transport_urllib3 import Urllib3Transport
+from collection.fetch.clock import VirtualClock
+from collection.fetch.egress import Egress
+from collection.run.loop import RunSettings, Shell, execute
+from collection.fetch.urllib3_transport import Urllib3Transport
 
 ORIGIN = "https://www.example.com"
 HOST = "www.example.com"
@@ -179,9 +179,9 @@ def check_state(state_dir, columns=COLUMNS) -> str | None:
     (run.json's digests, ledger ↔ relation ↔ coverage). Returns the generation name."""
     import hashlib
 
-    from collection.ledger import read_ledger
-    from collection.relation import scan_relation
-    from collection.state import current_generation
+    from collection.merge.ledger import read_ledger
+    from collection.merge.relation import scan_relation
+    from collection.store.generations import current_generation
 
     path = current_generation(str(state_dir))
     if path is None:

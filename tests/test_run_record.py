@@ -8,8 +8,8 @@ import jsonschema
 from loopback import Reply
 from test_run_kit import HOST, JSON_PAGE, Publisher, recipe, run_cli, run_in_process
 
-from collection.resources import load_schema
-from collection.states import COVERAGE_MEMBERS
+from collection.recipe.resources import load_schema
+from collection.merge.states import COVERAGE_MEMBERS
 
 
 def _validator():

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from collection.readers.registry import FAMILIES, options_schema
-from collection.resources import load_schema
-from collection.schemacheck import UnsupportedSchema, compile_check
+from collection.recipe.resources import load_schema
+from collection.recipe.schemacheck import UnsupportedSchema, compile_check
 from referencing import Registry, Resource
 
 EXAMPLE = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "recipes" / "council_decisions.json").read_text())

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from lxml import html
 
-from collection.selectors import MAX_SELECTOR_LENGTH, Selector, SelectorError, compile_selector
+from collection.readers.selectors import MAX_SELECTOR_LENGTH, Selector, SelectorError, compile_selector
 
 PAGE = html.fromstring(
     """<html><body>

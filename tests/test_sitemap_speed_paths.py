@@ -9,8 +9,8 @@ import gzip
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-import collection.listing_sitemap as sitemap
-from collection.listing_common import DiscoveryShapeError, ListingUnreadable
+import collection.discover.sitemap as sitemap
+from collection.discover.common import DiscoveryShapeError, ListingUnreadable
 from collection.urls import (_TRIM, _WHITESPACE, UrlError, _canonicalise_general, _split_netloc, canonicalise,
                              host_problem, unreachable_reason)
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from collection.state import StateLocked, StateStore, current_generation
+from collection.store.generations import StateLocked, StateStore, current_generation
 
 
 def _write(store: StateStore, text: str) -> str:
@@ -78,7 +78,7 @@ def test_a_second_store_is_refused_while_the_first_holds_the_lock(tmp_path):
 
 
 def test_a_killed_process_releases_the_lock(tmp_path):
-    code = ("import sys, time; from collection.state import StateStore; "
+    code = ("import sys, time; from collection.store.generations import StateStore; "
             f"s = StateStore({str(tmp_path)!r}); s.acquire(); print('locked', flush=True); time.sleep(60)")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:

@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from collection.clock import VirtualClock
+from collection.fetch.clock import VirtualClock
 from fetch_helpers import read_all as _read_all
-from collection.egress import Egress
-from collection.fixture import FixtureError, parse_fixture
-from collection.transport import Request, TransportError, user_agent
-from collection.transport_replay import ReplayTransport, load_fixture
-from collection.transport_urllib3 import Urllib3Transport
+from collection.fetch.egress import Egress
+from collection.recording.format import FixtureError, parse_fixture
+from collection.fetch.transport import Request, TransportError, user_agent
+from collection.recording.replay import ReplayTransport, load_fixture
+from collection.fetch.urllib3_transport import Urllib3Transport
 from fetch_helpers import HTML, make_fetcher, page
 from loopback import Reply
 

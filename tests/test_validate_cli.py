@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 from collection.cli import cli
-from collection.registration import register_bytes
-from collection.resources import load_schema
+from collection.recipe.registration import register_bytes
+from collection.recipe.resources import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "fixtures" / "recipes" / "council_decisions.json"

@@ -1,4 +1,4 @@
-"""WARC import/export (collection/warc.py, `collection fixture import-warc / export-warc`).
+"""WARC import/export (collection/recording/warc.py, `collection fixture import-warc / export-warc`).
 
 The archives are written here with warcio's WARCWriter in the shapes crawlers write: wget
 (warcinfo first, request then response, the response concurrent to the request), Heritrix
@@ -15,9 +15,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from collection.cli import cli
-from collection.fixture import parse_fixture
-from collection.transport_replay import load_fixture
-from collection.warc import export_warc, import_warcs
+from collection.recording.format import parse_fixture
+from collection.recording.replay import load_fixture
+from collection.recording.warc import export_warc, import_warcs
 
 ORIGIN = "https://www.example.com"
 PAGE = "<html><body><h1>Décision 1</h1><p>Approved.</p></body></html>".encode()

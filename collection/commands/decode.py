@@ -18,7 +18,7 @@ import click
 from collection.canonical import ordered_json
 from collection.readers import registry
 from collection.readers.base import DecodeFailure, Pin, decode
-from collection.registration import register_bytes
+from collection.recipe.registration import register_bytes
 
 
 def _fail(message: str, status: int) -> None:

@@ -41,8 +41,8 @@ def group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def check(fixture: str, recipe: str | None, source_name: str | None, only_run: int | None, as_json: bool) -> None:
     """Validate FIXTURE against the fixture schema; with --recipe, find the gaps."""
-    from collection import fixture_check as fc
-    from collection.registration import register_bytes
+    from collection.recording import check as fc
+    from collection.recipe.registration import register_bytes
 
     try:
         data = Path(fixture).read_bytes()
@@ -107,8 +107,8 @@ def _print_check(report: dict) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported and skipped as JSON.")
 def import_warc(files: tuple[str, ...], out: str, as_json: bool) -> None:
     """Turn the HTTPS response records of FILES into a fixture."""
-    from collection import warc
-    from collection.transport_record import write_fixture
+    from collection.recording import warc
+    from collection.recording.record import write_fixture
 
     try:
         fixture, stats = warc.import_warcs(files)
@@ -134,9 +134,9 @@ def import_warc(files: tuple[str, ...], out: str, as_json: bool) -> None:
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="The WARC to write (gzip per record).")
 def export_warc(fixture: str, out: str) -> None:
     """Write FIXTURE as a WARC file (request and response records, deterministic)."""
-    from collection import warc
-    from collection.fixture import FixtureError
-    from collection.transport_replay import load_fixture
+    from collection.recording import warc
+    from collection.recording.format import FixtureError
+    from collection.recording.replay import load_fixture
 
     try:
         loaded = load_fixture(fixture)

@@ -1,7 +1,7 @@
 """`collection robots-check --robots FILE --agent TOKEN URL...`: what robots.txt says.
 
 Prints, for each address, whether the fetcher may request it and which rule (and line)
-decided — the same matcher the fetcher uses (collection.robots). Exit 0 whatever the
+decided — the same matcher the fetcher uses (collection.fetch.robots). Exit 0 whatever the
 verdicts; 2 for usage errors or an unreadable file.
 """
 
@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import click
 
 from collection.canonical import canonical_json
-from collection.robots import parse_robots
+from collection.fetch.robots import parse_robots
 
 
 def path_and_query(url: str) -> str:

@@ -13,11 +13,11 @@ from pathlib import Path
 import click
 
 from collection.canonical import ordered_json
-from collection.clock import SystemClock, VirtualClock
-from collection.egress import Egress, parse_resolve
-from collection.refusal import RefusedError
-from collection.run import RunSettings, RunUsageError, Shell, execute, load_plan
-from collection.state import DEFAULT_KEEP, StateLocked
+from collection.fetch.clock import SystemClock, VirtualClock
+from collection.fetch.egress import Egress, parse_resolve
+from collection.recipe.refusal import RefusedError
+from collection.run.loop import RunSettings, RunUsageError, Shell, execute, load_plan
+from collection.store.generations import DEFAULT_KEEP, StateLocked
 
 
 def _usage(message: str) -> None:
@@ -38,7 +38,7 @@ def _recording(transport, path: str, run_number: int, clock):
     (`--record`), each exchange stamped with its end on the run's clock (so a replay gives the
     same timestamps). The recording transport lives in its own module; this plugs it in."""
     try:
-        from collection.transport_record import RecordingTransport
+        from collection.recording.record import RecordingTransport
     except ImportError:
         raise RunUsageError("--record is not available in this build") from None
     return RecordingTransport(transport, path, run=run_number, clock=clock)
@@ -46,7 +46,7 @@ def _recording(transport, path: str, run_number: int, clock):
 
 def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None, resolve: tuple[str, ...],
                 token: str | None, info_url: str | None) -> Shell:
-    from collection.transport import DEFAULT_INFO_URL, DEFAULT_TOKEN
+    from collection.fetch.transport import DEFAULT_INFO_URL, DEFAULT_TOKEN
 
     token = token or DEFAULT_TOKEN
     info_url = info_url or DEFAULT_INFO_URL
@@ -55,8 +55,8 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
     except ValueError as exc:
         raise RunUsageError(str(exc)) from None
     if replay is not None:
-        from collection.fixture import FixtureError
-        from collection.transport_replay import ReplayTransport, load_fixture
+        from collection.recording.format import FixtureError
+        from collection.recording.replay import ReplayTransport, load_fixture
 
         try:
             fixture = load_fixture(replay)
@@ -80,10 +80,10 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
 
         return Shell(clock, transport_for, egress_for, token)
 
-    from collection.transport_urllib3 import Urllib3Transport
+    from collection.fetch.urllib3_transport import Urllib3Transport
 
     try:
-        from collection.transport import user_agent
+        from collection.fetch.transport import user_agent
 
         user_agent(token, info_url)
     except ValueError as exc:
@@ -147,7 +147,7 @@ def human_summary(record: dict) -> str:
 def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, resolve, user_agent_token,
             user_agent_url, keep, log_json, replay, record) -> None:
     """Run the collection RECIPE against its publisher and write a new generation to --state."""
-    from collection.progress import JsonLog, Progress
+    from collection.run.progress import JsonLog, Progress
 
     data = _read(recipe, "recipe")
     try:

@@ -13,9 +13,9 @@ from collections import Counter
 import click
 
 from collection.canonical import ordered_json
-from collection.ledger import MergeInvalid, iter_ledger
-from collection.state import LEDGER, RUN_RECORD, current_generation
-from collection.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
+from collection.merge.ledger import MergeInvalid, iter_ledger
+from collection.store.generations import LEDGER, RUN_RECORD, current_generation
+from collection.merge.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
 
 # What an operator does about a failure class (D-62).
 _CLASS_ADVICE = {

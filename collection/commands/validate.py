@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from collection.canonical import canonical_json
-from collection.registration import register_bytes
+from collection.recipe.registration import register_bytes
 
 
 def _read(path: str) -> tuple[bytes | None, str | None]:
@@ -43,7 +43,7 @@ def validate_files(paths: tuple[str, ...], probe_options: dict | None = None) ->
         refusals = [r.to_json() for r in registration.refusals]
         probes: list[dict] = []
         if registration.registrable and probe_options is not None:
-            from collection.probe import probe_registration
+            from collection.run.probe import probe_registration
 
             probes, probe_refusals = probe_registration(registration, **probe_options)
             refusals.extend(r.to_json() for r in probe_refusals)

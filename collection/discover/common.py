@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import NamedTuple
 
-from .canonical import canonical_json
+from collection.canonical import canonical_json
 
 MERGE_INVALID = "COLLECTION_MERGE_INVALID"
 

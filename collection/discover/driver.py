@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from . import pagination as pg
-from .listing_common import (
+from collection.discover import pagination as pg
+from collection.discover.common import (
     DiscoveryShapeError,
     ListingFailure,
     ListingResponse,
@@ -34,13 +34,13 @@ from .listing_common import (
     charset,
     media_type,
 )
-from .listing_html import HtmlListingSpec, parse_html_listing
-from .listing_json import JsonListingSpec, read_json_document, load_json
-from .listing_sitemap import parse_sitemap
-from .outcomes import DiscoveryOutcome, ListedPage
-from .pagination import PaginationConfig
-from .pointer import parse_pointer
-from .urls import UrlError, canonicalise, unreachable_reason
+from collection.discover.html_index import HtmlListingSpec, parse_html_listing
+from collection.discover.json_index import JsonListingSpec, read_json_document, load_json
+from collection.discover.sitemap import parse_sitemap
+from collection.merge.outcomes import DiscoveryOutcome, ListedPage
+from collection.discover.pagination import PaginationConfig
+from collection.recipe.pointer import parse_pointer
+from collection.urls import UrlError, canonicalise, unreachable_reason
 
 __all__ = [
     "JSON_API", "HTML_INDEX", "SITEMAP", "EXPLICIT", "KINDS", "ACCEPTED_MEDIA_TYPES", "ALLOWED_PAGINATION",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from lxml import etree, html
 
-from .listing_common import ListingEntry, ParsedListing
-from .selectors import compile_selector
+from collection.discover.common import ListingEntry, ParsedListing
+from collection.readers.selectors import compile_selector
 
 _META_CHARSET = re.compile(rb"<meta[^>]{0,512}charset", re.IGNORECASE)
 

@@ -6,14 +6,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .listing_common import (
+from collection.discover.common import (
     DiscoveryShapeError,
     ListingEntry,
     ListingUnreadable,
     ParsedListing,
     scalar_text,
 )
-from .pointer import MISSING, parse_pointer, resolve_or
+from collection.recipe.pointer import MISSING, parse_pointer, resolve_or
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from lxml import etree
 
-from .listing_common import DiscoveryShapeError, ListingUnreadable, ParsedListing
+from collection.discover.common import DiscoveryShapeError, ListingUnreadable, ParsedListing
 
 # The sitemaps.org protocol's own limits, per sitemap file.
 MAX_SITEMAP_URLS = 50_000

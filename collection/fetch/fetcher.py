@@ -2,7 +2,7 @@
 
 Shell code around pure decisions. The pure parts sit at the top of this module
 (`status_decision`, `redirect_decision`, `range_plan`, `parse_content_range`; retry policy
-in collection.retry, media types in collection.mediatypes); `Fetcher` strings them together with the transport, the egress check,
+in collection.fetch.retry, media types in collection.fetch.mediatypes); `Fetcher` strings them together with the transport, the egress check,
 the budgets, the politeness scheduler, robots.txt and the clock. See docs/fetcher.md.
 
 One logical fetch per call (D-47): its redirect hops, retries and range requests belong to
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 from urllib.parse import urlsplit
 
-from collection import budgets as B
+from collection.fetch import budgets as B
 from collection import codes
 from collection import urls
-from collection.mediatypes import accept_header, accepts, media_type
-from collection.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_retry_after
-from collection.egress import Egress, EgressRefused
-from collection.politeness import NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
-from collection.transport import (
+from collection.fetch.mediatypes import accept_header, accepts, media_type
+from collection.fetch.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_retry_after
+from collection.fetch.egress import Egress, EgressRefused
+from collection.fetch.politeness import NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
+from collection.fetch.transport import (
     DEFAULT_TOKEN,
     Request,
     Response,
@@ -588,7 +588,7 @@ class Fetcher:
     def _fetch_robots(self, origin: str, tally: _Tally):
         """robots.txt per RFC 9309 and D-58: ≤5 redirects, 4xx allow, 5xx/network/truncated
         disallow, at least 500 KiB parsed; counted, never charged; paced like any request."""
-        from collection import robots as R
+        from collection.fetch import robots as R
 
         current, seen = f"{origin}/robots.txt", []
         robots_allowed = self.allowed | {origin}

@@ -153,7 +153,7 @@ class Politeness:
 
     def finish(self, ticket: Ticket, now: float, retry_after: float | None = None) -> None:
         """The request has ended (any outcome). `retry_after`: seconds from a 429 or 503
-        `Retry-After` (already parsed, see collection.retry), which holds the whole host."""
+        `Retry-After` (already parsed, see collection.fetch.retry), which holds the whole host."""
         state = self._hosts.get(ticket.host)
         if state is None or ticket.serial not in state.tickets:
             raise RuntimeError("politeness: unknown or already finished ticket")

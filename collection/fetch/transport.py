@@ -1,6 +1,6 @@
 """The transport interface: one HTTPS GET out, a streaming response back (shell boundary).
 
-The fetcher (collection/fetcher.py) owns every decision — budgets, redirects, retries,
+The fetcher (collection/fetch/fetcher.py) owns every decision — budgets, redirects, retries,
 ranges, caps, deadlines; a transport only moves bytes. Two transports implement it:
 `transport_urllib3.Urllib3Transport` (the network) and `transport_replay.ReplayTransport`
 (recorded exchanges on a virtual clock). A transport never follows a redirect, never

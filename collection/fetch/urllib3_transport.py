@@ -40,9 +40,9 @@ from urllib3.exceptions import (
 )
 from urllib3.util import connection as _connection
 
-from collection.egress import Target
-from collection.politeness import PER_ORIGIN_IN_FLIGHT
-from collection.transport import (
+from collection.fetch.egress import Target
+from collection.fetch.politeness import PER_ORIGIN_IN_FLIGHT
+from collection.fetch.transport import (
     DEFAULT_INFO_URL,
     DEFAULT_TOKEN,
     Request,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collection.states import BUDGETS, COVERAGE_MEMBERS
+from collection.merge.states import BUDGETS, COVERAGE_MEMBERS
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Mapping, Sequence, TextIO
 
 from collection import codes
-from collection.coverage import Coverage, is_complete
-from collection.ledger import LedgerRow, MergeInvalid, check_ledger_header
-from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult
-from collection.relation import CsvWriter, check_relation_header, iter_pages, provenance_row, relation_columns
-from collection.states import BUDGETS, MAX_PAGES, PENDING
+from collection.merge.coverage import Coverage, is_complete
+from collection.merge.ledger import LedgerRow, MergeInvalid, check_ledger_header
+from collection.merge.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult
+from collection.merge.relation import CsvWriter, check_relation_header, iter_pages, provenance_row, relation_columns
+from collection.merge.states import BUDGETS, MAX_PAGES, PENDING
 from collection.urls import unreachable_reason
 
 COLUMN_MISMATCH = "column_mismatch"

@@ -16,8 +16,8 @@ import csv
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, TextIO
 
-from collection.statecsv import CsvWriter
-from collection.states import PAGE_STATES
+from collection.merge.csvio import CsvWriter
+from collection.merge.states import PAGE_STATES
 
 MERGE_INVALID = "COLLECTION_MERGE_INVALID"
 LEDGER_VERSION = "1"
@@ -61,7 +61,7 @@ class MergeInvalid(Exception):
         self.line = line
 
     def to_refusal(self):
-        from collection.refusal import Refusal
+        from collection.recipe.refusal import Refusal
 
         return Refusal(code=self.code, pointer="", message=f"{self.pointer}: {self.message}",
                        rule=self.rule, line=self.line)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Mapping
 
-from collection.ledger import LedgerRow
-from collection.outcomes import FETCHED, PageResult
-from collection.states import (
+from collection.merge.ledger import LedgerRow
+from collection.merge.outcomes import FETCHED, PageResult
+from collection.merge.states import (
     BUDGETS, FAILED, MAX_FETCHES_PER_RUN, PENDING, REVISIT_INTERVAL, REVISIT_KINDS,
     REVISIT_NEVER, REVISIT_REVISION_HINT, WHY_FAILED, WHY_PENDING, WHY_REVISIT,
 )

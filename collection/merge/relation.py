@@ -15,8 +15,8 @@ import csv
 from itertools import groupby
 from typing import Iterable, Iterator, Sequence
 
-from collection.ledger import MergeInvalid
-from collection.statecsv import CsvWriter
+from collection.merge.ledger import MergeInvalid
+from collection.merge.csvio import CsvWriter
 
 PROVENANCE_COLUMNS = (
     "page_id",

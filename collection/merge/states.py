@@ -6,7 +6,7 @@ the merge engine, the ledger format and the docs all name the same values.
 
 from __future__ import annotations
 
-from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN
+from collection.merge.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN
 
 PENDING = "pending"
 PAGE_STATES = (PENDING, FETCHED, FAILED, SKIPPED_ORIGIN)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from collection.readers.base import ReaderFailure, Rows, reader
 from collection.readers.text import inline_text, normalize, parse_html
-from collection.selectors import compile_selector
+from collection.readers.selectors import compile_selector
 
 FAMILY_ID = "html.tabular"
 # A table bigger than this is not a page of records; the cap keeps a hostile colspan (the

@@ -14,7 +14,7 @@ import re
 from typing import Any, Mapping
 
 from collection.canonical import canonical_json
-from collection.pointer import MISSING, PointerMissing, parse_pointer, resolve, resolve_or
+from collection.recipe.pointer import MISSING, PointerMissing, parse_pointer, resolve, resolve_or
 from collection.readers.base import ReaderFailure, Rows, reader
 from collection.readers.text import decode_text
 

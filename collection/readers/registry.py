@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from collection.resources import load_schema
+from collection.recipe.resources import load_schema
 
 
 @dataclass(frozen=True)

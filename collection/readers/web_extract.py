@@ -20,7 +20,7 @@ from urllib.parse import urljoin
 from collection.readers.base import Rows, reader
 from collection.readers.extract_engine import main_text
 from collection.readers.text import block_text, inline_text, normalize, normalize_block, parse_html
-from collection.selectors import compile_selector
+from collection.readers.selectors import compile_selector
 
 FAMILY_ID = "html.web_extract"
 

@@ -16,7 +16,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from collection.pointer import escape_token
+from collection.recipe.pointer import escape_token
 
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 64

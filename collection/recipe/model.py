@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from collection.discovery import DiscoveryConfig
-from collection.politeness import WORKER_CAP
+from collection.discover.driver import DiscoveryConfig
+from collection.fetch.politeness import WORKER_CAP
 
 COLLECTION_ADAPTER = "public.https.collection@2.0.0"
 HOSTED_ADAPTER = "public.https.collection@1.0.0"

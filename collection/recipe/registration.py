@@ -1,7 +1,7 @@
 """Registration: is this document registrable, and if not, every reason why (pure).
 
 Three layers, each reporting refusals rather than stopping at the first:
-1. the bytes as strict JSON (collection.jsondoc): repeated names, fractional numbers;
+1. the bytes as strict JSON (collection.recipe.jsondoc): repeated names, fractional numbers;
 2. the JSON Schemas (schemas/source.schema.json, schemas/dataset.schema.json): every
    member, bound, default and enum the schemas can state;
 3. the rules a schema cannot state (REG-*, PAG-15, D-38 to D-43): cross-member sums,
@@ -21,18 +21,20 @@ from typing import Any, Callable, Iterable, Iterator
 import jsonschema
 from referencing import Registry, Resource
 
-from collection import jsondoc, urls
+from collection.recipe import jsondoc
+
+from collection import urls
 from collection.canonical import canonical_json
 from collection.codes import CATALOGUE
-from collection.discovery import ALLOWED_PAGINATION as PAGINATION_FOR_DISCOVERY
-from collection.model import COLLECTION_ADAPTER, HOSTED_ADAPTER, PROVENANCE_COLUMNS, Dataset, ReaderPin, Source, source_from
-from collection.pagination import PARAMETER_KINDS as PARAMETER_GRAMMARS
-from collection.pointer import escape_token, parse_pointer
+from collection.discover.driver import ALLOWED_PAGINATION as PAGINATION_FOR_DISCOVERY
+from collection.recipe.model import COLLECTION_ADAPTER, HOSTED_ADAPTER, PROVENANCE_COLUMNS, Dataset, ReaderPin, Source, source_from
+from collection.discover.pagination import PARAMETER_KINDS as PARAMETER_GRAMMARS
+from collection.recipe.pointer import escape_token, parse_pointer
 from collection.readers.registry import FAMILIES, options_schema
-from collection.refusal import Refusal
-from collection.resources import load_schema
-from collection.schemacheck import compile_check
-from collection.selectors import SelectorError, compile_selector
+from collection.recipe.refusal import Refusal
+from collection.recipe.resources import load_schema
+from collection.recipe.schemacheck import compile_check
+from collection.readers.selectors import SelectorError, compile_selector
 
 _ORIGIN_SHAPE = re.compile(r"https://[a-z0-9.-]+\Z")
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-_CHECKOUT_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+_CHECKOUT_SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 
 def schema_text(name: str) -> str:

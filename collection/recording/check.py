@@ -5,7 +5,7 @@ loader does), then the loader's own refusals (a URL recorded twice, bad base64, 
 that is missing or leaves the fixture's folder).
 
 With a recipe, each run the fixture records (1 .. the longest per-run sequence) is walked
-the way a replayed run would walk it: discovery runs offline (collection/discovery.py's
+the way a replayed run would walk it: discovery runs offline (collection/discover/driver.py's
 driver) over the fixture's answers for that run, following recorded redirects hop by hop;
 then every page discovery lists (and may reach) is resolved the same way. An address with
 no exchange is a gap — replay would fail it with `replay_missing`. robots.txt is not a gap
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 from collection import urls
-from collection.discovery import ListingFailure, ListingResponse, start
-from collection.fixture import (Exchange, Fixture, FixtureError, RecordedResponse, parse_fixture,
+from collection.discover.driver import ListingFailure, ListingResponse, start
+from collection.recording.format import (Exchange, Fixture, FixtureError, RecordedResponse, parse_fixture,
                                 schema_errors)
 
 MAX_REDIRECTS = 5

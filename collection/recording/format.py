@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import jsonschema
 
 from collection import urls
-from collection.resources import load_schema
+from collection.recipe.resources import load_schema
 
 SCHEMA_NAME = "fixture.schema.json"
 

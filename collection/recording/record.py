@@ -1,7 +1,7 @@
 """Recording: a Transport wrapper that writes every exchange into the fixture format (shell).
 
     recorder = Recorder.load(path, run=n)          # or Recorder(run=n) for a new fixture
-    transport = RecordingTransport(inner, recorder)  # a drop-in Transport (collection/transport.py)
+    transport = RecordingTransport(inner, recorder)  # a drop-in Transport (collection/fetch/transport.py)
     ... run the fetcher on `transport` ...
     recorder.save(path)
 
@@ -44,8 +44,8 @@ from typing import Callable
 
 from collection import urls
 from collection.canonical import canonical_json
-from collection.fixture import Exchange, Fixture, RecordedResponse, RecordedRun, dump_fixture
-from collection.transport import Request, TransportError, header_value
+from collection.recording.format import Exchange, Fixture, RecordedResponse, RecordedRun, dump_fixture
+from collection.fetch.transport import Request, TransportError, header_value
 
 # Bodies larger than this are written as files beside the fixture (content-addressed).
 INLINE_LIMIT = 256 * 1024
@@ -124,7 +124,7 @@ class Recorder:
     @classmethod
     def load(cls, path: str, run: int = 1) -> "Recorder":
         """A recorder for run `run` on top of the fixture at `path` (if the file exists)."""
-        from collection.transport_replay import load_fixture
+        from collection.recording.replay import load_fixture
 
         base = load_fixture(path) if os.path.exists(path) else None
         return cls(run, base)
@@ -334,7 +334,7 @@ class RecordingTransport:
             if run is None:
                 run = 1
                 if os.path.exists(self.path):
-                    from collection.transport_replay import load_fixture
+                    from collection.recording.replay import load_fixture
 
                     base = load_fixture(self.path)
                     run = max([len(e.responses) for e in base.exchanges if e.per == "run"] + [0]) + 1

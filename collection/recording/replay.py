@@ -1,6 +1,6 @@
 """The replay transport: recorded exchanges served with no network, on the run's clock.
 
-Same interface as the urllib3 transport (collection/transport.py), so the fetcher cannot
+Same interface as the urllib3 transport (collection/fetch/transport.py), so the fetcher cannot
 tell them apart. Behaviours a recording cannot show are simulated on the clock it is given
 (a VirtualClock in offline crawls and tests): `delay_seconds` and `hang` sleep, `drip`
 advances time by bytes / rate, `drop_connection` raises a connection error. A request with
@@ -29,8 +29,8 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from collection import urls
-from collection.fixture import Fixture, FixtureError, RecordedResponse, parse_fixture
-from collection.transport import Request, TransportError, check_request_headers, header_value
+from collection.recording.format import Fixture, FixtureError, RecordedResponse, parse_fixture
+from collection.fetch.transport import Request, TransportError, check_request_headers, header_value
 
 _DRIP_STEP_SECONDS = 0.1
 

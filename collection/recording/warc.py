@@ -41,7 +41,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from collection import urls
-from collection.fixture import Exchange, Fixture, RecordedResponse, dump_response, parse_fixture
+from collection.recording.format import Exchange, Fixture, RecordedResponse, dump_response, parse_fixture
 
 FIXTURE_FIELD = "WARC-Fixture"
 EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)

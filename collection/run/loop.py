@@ -28,30 +28,30 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
-from collection import budgets as B
+from collection.fetch import budgets as B
 from collection import codes
 from collection.canonical import ordered_json
-from collection.clock import VirtualClock
-from collection.discovery import EXPLICIT, DiscoveryShapeError, start as start_discovery
-from collection.egress import Egress
-from collection.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
+from collection.fetch.clock import VirtualClock
+from collection.discover.driver import EXPLICIT, DiscoveryShapeError, start as start_discovery
+from collection.fetch.egress import Egress
+from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
-from collection.gcpause import paused_gc
-from collection.ledger import MergeInvalid, read_ledger, write_ledger
-from collection.listing_common import ListingFailure, ListingResponse
-from collection.mediatypes import page_accepted
-from collection.merge import check_predecessor, merge, prepare
-from collection.model import Source
-from collection.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult, rfc3339
-from collection.planner import Choice, Planner, Revisit, Stop, Wait
-from collection.politeness import PER_ORIGIN_IN_FLIGHT, WORKER_CAP, Politeness
+from collection.run.gcpause import paused_gc
+from collection.merge.ledger import MergeInvalid, read_ledger, write_ledger
+from collection.discover.common import ListingFailure, ListingResponse
+from collection.fetch.mediatypes import page_accepted
+from collection.merge.engine import check_predecessor, merge, prepare
+from collection.recipe.model import Source
+from collection.merge.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult, rfc3339
+from collection.merge.planner import Choice, Planner, Revisit, Stop, Wait
+from collection.fetch.politeness import PER_ORIGIN_IN_FLIGHT, WORKER_CAP, Politeness
 from collection.readers.base import DecodeFailure, Pin, decode
-from collection.refusal import Refusal, RefusedError
-from collection.registration import register_bytes
-from collection.relation import scan_relation
-from collection.state import LEDGER, RELATION, RUN_RECORD, StateLocked, StateStore
-from collection.states import DEADLINE
-from collection.transport import DEFAULT_TOKEN, Transport, header_value
+from collection.recipe.refusal import Refusal, RefusedError
+from collection.recipe.registration import register_bytes
+from collection.merge.relation import scan_relation
+from collection.store.generations import LEDGER, RELATION, RUN_RECORD, StateLocked, StateStore
+from collection.merge.states import DEADLINE
+from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
 
 RECORD_VERSION = 1
 _IDLE_POLL_SECONDS = 0.05     # a worker with nothing to take looks again this much later

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from collection import budgets
-from collection.clock import SystemClock
-from collection.discovery import DiscoveryShapeError, EXPLICIT, start
-from collection.egress import Egress, parse_resolve
-from collection.fetcher import ARRIVAL_MARGIN_SECONDS, FetchSpec, Fetcher
-from collection.listing_common import ListingResponse
-from collection.outcomes import FETCHED
-from collection.politeness import Politeness
-from collection.refusal import Refusal
-from collection.registration import Registration
-from collection.transport_urllib3 import Urllib3Transport
+from collection.fetch import budgets
+from collection.fetch.clock import SystemClock
+from collection.discover.driver import DiscoveryShapeError, EXPLICIT, start
+from collection.fetch.egress import Egress, parse_resolve
+from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS, FetchSpec, Fetcher
+from collection.discover.common import ListingResponse
+from collection.merge.outcomes import FETCHED
+from collection.fetch.politeness import Politeness
+from collection.recipe.refusal import Refusal
+from collection.recipe.registration import Registration
+from collection.fetch.urllib3_transport import Urllib3Transport
 
 PROBE_RULE = "validate --probe: one request to the first discovery address (D-59)"
 

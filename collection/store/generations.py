@@ -35,7 +35,7 @@ import shutil
 from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
-from collection.refusal import Refusal
+from collection.recipe.refusal import Refusal
 
 RELATION = "relation.csv"
 LEDGER = "ledger.csv"

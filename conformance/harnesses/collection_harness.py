@@ -3,7 +3,7 @@
     python -m conformance.harnesses.collection_harness
 
 The only module of the suite that imports `collection`, and only inside functions, so
-the rest of the package stays standalone. Inline mode drives `collection.run.execute`
+the rest of the package stays standalone. Inline mode drives `collection.run.loop.execute`
 with the replay transport on a virtual clock; loopback mode with the urllib3 transport,
 the runner's CA bundle and its resolve map.
 
@@ -73,7 +73,7 @@ class Session:
 
     # --- registration -------------------------------------------------------------------
     def _register(self, case: dict) -> dict:
-        from collection.registration import register_bytes
+        from collection.recipe.registration import register_bytes
 
         data = case["recipe_text"] if "recipe_text" in case else json.dumps(case.get("recipe"))
         registration = register_bytes(data.encode("utf-8"))
@@ -82,10 +82,10 @@ class Session:
 
     # --- runs -----------------------------------------------------------------------------
     def _run_step(self, case: dict) -> dict:
-        from collection.clock import VirtualClock
-        from collection.egress import Egress, parse_resolve
-        from collection.refusal import RefusedError
-        from collection.run import RunSettings, Shell, execute
+        from collection.fetch.clock import VirtualClock
+        from collection.fetch.egress import Egress, parse_resolve
+        from collection.recipe.refusal import RefusedError
+        from collection.run.loop import RunSettings, Shell, execute
 
         mode = self.config["mode"]
         if case["run"] == 1 or case["id"] != self.case_id:
@@ -103,8 +103,8 @@ class Session:
         seen: list[str] = []
 
         if mode == "inline":
-            from collection.fixture import parse_fixture
-            from collection.transport_replay import ReplayTransport
+            from collection.recording.format import parse_fixture
+            from collection.recording.replay import ReplayTransport
 
             fixture = parse_fixture(case.get("exchanges", []))
             clock = self.clock
@@ -118,8 +118,8 @@ class Session:
 
             shell = Shell(clock, transport_for, egress_for, ua["token"])
         else:
-            from collection.clock import SystemClock
-            from collection.transport_urllib3 import Urllib3Transport
+            from collection.fetch.clock import SystemClock
+            from collection.fetch.urllib3_transport import Urllib3Transport
 
             loop = self.config["loopback"]
             resolve = dict(parse_resolve(f"{k}:{v}") for k, v in loop["resolve"].items())
