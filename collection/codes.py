@@ -153,6 +153,10 @@ _ENTRIES = [
          "Cast it: cast(page_ordinal as integer), cast(page_fetched_at as timestamp with time zone).", "REF-08", "PROV-18", "D-49"),
     _run("STATE_LOCKED", "Another run holds the state directory's lock.",
          "Wait for that run to finish; a lock left by a killed run is cleared automatically."),
+    _run("GATE_UNAVAILABLE",
+         "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, before the first request or during the run. Nothing was written; the previous generation is unchanged.",
+         "Make the gate reachable (start Redis, fix the URL or the directory's permissions) and run again; use --gate none only for a run you know is alone.",
+         "FETCH-16", "FETCH-18", "FETCH-19"),
     # --- page failures (D-45, D-62) ----------------------------------------------------
     _page("timeout", ERROR, "The attempt passed request_timeout_seconds.", "Check the origin's speed; retries follow D-08.", "FETCH-20", "D-11"),
     _page("connection_error", ERROR, "The connection failed or was reset.", "Check that the origin is reachable.", "D-62"),

@@ -34,6 +34,8 @@ from collection.canonical import ordered_json
 from collection.fetch.clock import VirtualClock
 from collection.discover.driver import EXPLICIT, DiscoveryShapeError, start as start_discovery
 from collection.fetch.egress import Egress
+from collection.fetch.gate import GateUnavailable, SourceHeld
+from collection.fetch.pacer import Pacer
 from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
 from collection.run.gcpause import paused_gc
@@ -75,6 +77,9 @@ class Shell:
     transport_for: Callable[[int], Transport]
     egress_for: Callable[[Source], Egress] = lambda source: Egress()
     token: str = DEFAULT_TOKEN
+    # The politeness gate shared with other processes (collection.fetch.gate); None: the
+    # in-process scheduler alone (replays, --gate none, tests that build a Shell).
+    gate: Any = None
 
     @property
     def virtual(self) -> bool:
@@ -88,6 +93,26 @@ class RunSettings:
     deadline_seconds: float | None = None     # D-60: the operator's, else none
     keep: int = 3
     plan: Mapping[str, Any] | None = None     # an action-plan document (D-61)
+
+
+@dataclass
+class SharedRun:
+    """What the sources of one dataset run share: one transport (one connection pool per
+    origin) and one pacer (one scheduler, one connection cap per origin, one gate)."""
+
+    transport: Transport
+    pacer: Pacer
+
+
+def gate_refusal(exc: GateUnavailable, gate) -> RefusedError:
+    return RefusedError(Refusal(
+        "GATE_UNAVAILABLE", "", f"the politeness gate {getattr(gate, 'description', gate)} cannot be used: {exc}; "
+        "nothing was requested and the previous generation is unchanged", "the promise to an origin holds across runs"))
+
+
+def source_held_refusal(exc: SourceHeld) -> RefusedError:
+    return RefusedError(Refusal("STATE_LOCKED", "", f"source {exc.name} is being run by {exc.holder} "
+                                f"(its lock in the fleet gate); wait for that run to finish", "one run per source"))
 
 
 # --- action plans (D-44, D-61) ----------------------------------------------------------------
@@ -277,7 +302,7 @@ class _Dispatcher:
                 if hosts:
                     idle = [h for h in hosts if not self.claims.get(h)]
                     with self.fetcher._lock:
-                        pick = self.fetcher.politeness.choose(idle or hosts, now)
+                        pick = self.fetcher.politeness.choose(idle or hosts, now, self.fetcher.interval)
                     host = pick[0] if pick else min(hosts, key=lambda h: self.buffers[h][0][0])
                     self.buffered -= 1
                     self.claims[host] = self.claims.get(host, 0) + 1
@@ -320,7 +345,10 @@ def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str,
 
 
 def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin, accepted, clock,
-                 progress, log) -> None:
+                 progress, log, inline: bool = False) -> None:
+    """`inline`: the calling thread is itself a participant of a virtual clock (a source of a
+    dataset run): it works as the first worker and then waits for the others in
+    `sleep_until`, the only place a participant may block."""
     def work(participant) -> None:
         with participant if participant is not None else nullcontext():
             while (choice := dispatcher.take()) is not None:
@@ -332,11 +360,16 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
 
     # Every participant is enrolled before any starts: a virtual clock that takes turns
     # must know all of them before it hands out the first (clock.py).
-    participants = [clock.enroll() if isinstance(clock, VirtualClock) else None for _ in range(count)]
+    virtual = isinstance(clock, VirtualClock)
+    participants = [clock.enroll() if virtual else None for _ in range(count - (1 if inline else 0))]
     threads = [threading.Thread(target=work, args=(participant,), daemon=True, name="collection-worker")
                for participant in participants]
     for thread in threads:
         thread.start()
+    if inline:
+        work(None)
+        while virtual and any(thread.is_alive() for thread in threads):
+            clock.sleep_until(clock.monotonic() + _IDLE_POLL_SECONDS)
     for thread in threads:
         while thread.is_alive():
             thread.join(timeout=0.5)
@@ -360,9 +393,15 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
     """Run one collection; returns the run record. Raises RefusedError for a run-level or
     registration refusal (nothing written, nothing requested beyond what the code says),
     StateLocked for a busy state directory, RunUsageError for a recipe `run` cannot take."""
+    return run_source(collection_source(data), settings, shell, log=log, progress_factory=progress_factory)
+
+
+def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: SharedRun | None = None,
+               log=None, progress_factory=None) -> dict:
+    """One source's run (`execute`'s body). With `shared` it is one source of a dataset run:
+    the transport and the pacer are the dataset's, checked and closed by its caller."""
     log = log or (lambda event, **fields: None)
     wall_start = time.monotonic()
-    source = collection_source(data)
     refusal = plan_refusal(settings.plan)
     if refusal is not None:
         raise RefusedError(refusal)                       # OPS-03: before any request
@@ -372,11 +411,29 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
     columns = tuple(pin_model.columns)
     pages = source.collection.pages
     clock = shell.clock
+    gate = shell.gate
+    if gate is not None and shared is None:
+        try:
+            gate.check()                                  # before any request
+        except GateUnavailable as exc:
+            raise gate_refusal(exc, gate) from None
+    try:
+        source_lock = gate.source_lock(source.name) if gate is not None else nullcontext()
+        with source_lock:
+            return _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin,
+                               columns, pages, clock)
+    except SourceHeld as exc:
+        raise source_held_refusal(exc) from None
+    except GateUnavailable as exc:
+        raise gate_refusal(exc, gate) from None
 
+
+def _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin, columns, pages,
+                clock) -> dict:
     with StateStore(settings.state_dir, keep=settings.keep) as store:
         predecessor = _read_predecessor(store, columns, resync)
         run_number = predecessor.run_number + 1
-        transport = shell.transport_for(run_number)
+        transport = shared.transport if shared is not None else shell.transport_for(run_number)
         started_mono = clock.monotonic()
         # A replayed recording (or a recording) reports the run's start; else read the clock.
         started_wall = getattr(transport, "started_at", None)
@@ -385,11 +442,16 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
         deadline = None if settings.deadline_seconds is None else started_mono + settings.deadline_seconds
         budget = B.Budget(source.limits.max_requests, source.collection.discovery.max_requests,
                           source.limits.max_source_bytes, deadline)
-        margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
+        if shared is None:
+            margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
+            politeness = Politeness(pages.min_interval_seconds, pages.effective_concurrency, margin=margin)
+            pacer, interval, concurrency = Pacer(politeness, shell.gate), None, None
+        else:
+            pacer, interval, concurrency = shared.pacer, pages.min_interval_seconds, pages.effective_concurrency
         fetcher = Fetcher(transport, shell.egress_for(source), allowed_origins=pages.allowed_origins, budget=budget,
-                          politeness=Politeness(pages.min_interval_seconds, pages.effective_concurrency, margin=margin),
-                          clock=clock, retries=pages.retries, request_timeout=pages.request_timeout_seconds,
-                          token=shell.token)
+                          politeness=pacer.politeness, clock=clock, retries=pages.retries,
+                          request_timeout=pages.request_timeout_seconds, token=shell.token, pacer=pacer,
+                          interval=interval, concurrency=concurrency)
         log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
         try:
             try:
@@ -416,9 +478,14 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
             dispatcher = _Dispatcher(planner, fetcher, clock, max(8, workers * _LOOKAHEAD_PER_WORKER),
                                      per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
-            _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log)
+            _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log,
+                         inline=shared is not None and shell.virtual)
             if progress is not None:
                 progress.done()
+            if pacer.gate_failure is not None:
+                # The gate failed mid-run: what this run fetched cannot be shown to have been
+                # fetched politely, so nothing is written and `current` stays as it was.
+                raise gate_refusal(GateUnavailable(pacer.gate_failure), shell.gate)
             # D-21: the planner names the ceiling it stopped on; a ceiling the fetcher met
             # (requests, bytes, deadline) counts only when it left work undone
             undone = dispatcher.left_undone or not discovery.complete
@@ -429,7 +496,7 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
                                            wall_start, clock, shell, discovery)
         finally:
             close = getattr(transport, "close", None)
-            if close is not None:
+            if close is not None and shared is None:
                 close()
     log("run_finished", complete=record["coverage"]["complete"], generation=record["generation"])
     return record
