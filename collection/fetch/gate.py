@@ -184,10 +184,10 @@ class LocalGate:
                 record = {}          # a write cut short by a crash: start the origin afresh
             if not isinstance(record, dict) or record.get("boot") != self._boot:
                 record = {"boot": self._boot}
-            before = dict(record)
+            before = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
             yield record
-            if record != before:
-                data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+            data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+            if data != before or not raw:
                 os.pwrite(fd, data, 0)
                 os.ftruncate(fd, len(data))
         except OSError as exc:
