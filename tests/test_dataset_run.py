@@ -168,3 +168,26 @@ def test_sources_sharing_one_origin_take_turns(tmp_path):
     # without the queue the first source's workers win every tie: five pages before the second's first)
     earliest = sorted((t, name) for name, ts in times.items() for t in ts)[:6]
     assert min(sum(1 for _, n in earliest if n == name) for name in times) >= 2, times
+
+
+def test_a_recorded_dataset_run_replays_to_the_same_state(loopback, tmp_path):
+    """--record writes one fixture holding every origin of the dataset; --replay of it gives
+    each source the same relation and ledger, byte for byte."""
+    first, second = pages("a.example.com", "r", 2), pages("b.example.com", "s", 1)
+    for url in first + second:
+        host, path = url.split("/")[2], "/" + url.split("/", 3)[3]
+        loopback.route(path, Reply(200, (("Content-Type", "application/json"),), page_body(url)), host=host)
+    recipe = tmp_path / "dataset.json"
+    recipe.write_bytes(dataset_doc("recorded", source_doc("first", first), source_doc("second", second)))
+    fixture = str(tmp_path / "fixture.json")
+    live = ["run", str(recipe), "--state", str(tmp_path / "live"), "--record", fixture, "--ca-bundle",
+            loopback.ca_pem_path, *[arg for flag in loopback.resolve_flags() for arg in ("--resolve", flag)]]
+    done = run_cli(*live)
+    assert done.returncode == 0, done.stderr
+    replayed = run_cli("run", str(recipe), "--state", str(tmp_path / "replayed"), "--replay", fixture)
+    assert replayed.returncode == 0, replayed.stderr
+    for name in ("first", "second"):
+        for file in ("relation.csv", "ledger.csv"):
+            with open(tmp_path / "live" / name / "current" / file, "rb") as a, \
+                    open(tmp_path / "replayed" / name / "current" / file, "rb") as b:
+                assert a.read() == b.read(), (name, file)
