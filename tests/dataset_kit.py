@@ -55,4 +55,4 @@ def fixture_for(urls: list[str]) -> list[dict]:
 
 
 def pages(host: str, prefix: str, count: int) -> list[str]:
-    return [f"https://{host}/{prefix}/{prefix}{i}" for i in range(1, count + 1)]
+    return [f"https://{host}/{prefix}/{prefix}-{i}" for i in range(1, count + 1)]

@@ -28,7 +28,7 @@ from collection.fetch.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_re
 from collection.fetch.egress import Egress, EgressRefused
 from collection.fetch.gate import LEASE_MARGIN_SECONDS, GateUnavailable, Lease
 from collection.fetch.pacer import GATE_UNAVAILABLE, Pacer
-from collection.fetch.politeness import NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
+from collection.fetch.politeness import FLOOR_SECONDS, NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
 from collection.fetch.transport import (
     DEFAULT_TOKEN,
     Request,
@@ -279,8 +279,11 @@ class Fetcher:
         # Wait for a sibling fetching this robots.txt in sleep_until, not on the lock: the
         # sibling may itself be sleeping for its politeness turn, and on a virtual clock a
         # thread blocked on a lock held by a sleeper holds time still for ever (clock.py).
+        # In a dataset run the sibling may wait behind other sources' requests for seconds,
+        # and its page cannot start sooner than a floor after the robots.txt request anyway.
+        poll = FLOOR_SECONDS if self.pacer.fair else _POLL_SECONDS
         while not entry.lock.acquire(blocking=False):
-            self.clock.sleep_until(self.clock.monotonic() + _POLL_SECONDS)
+            self.clock.sleep_until(self.clock.monotonic() + poll)
         try:
             if entry.rules is None:
                 robots_tally = _Tally()
@@ -496,8 +499,12 @@ class Fetcher:
                     if self._sending.get(host, 0) >= PER_ORIGIN_IN_FLIGHT or (
                             self.concurrency is not None and self._active >= self.concurrency):
                         ready = NEVER
-                    elif ready <= now and not pacer.is_head(host, token):
-                        ready = now + _POLL_SECONDS      # the first in line goes first
+                    elif not pacer.is_head(host, token):
+                        # The first in line goes first, and any two starts at one host are at
+                        # least the floor apart: the k-th in line cannot start before k floors
+                        # after the head's earliest start, so it need not wake any sooner.
+                        earliest = max(now, self.politeness.time_ready_at(host, FLOOR_SECONDS))
+                        ready = max(ready, earliest + max(1, pacer.ahead(host, token)) * FLOOR_SECONDS)
                     elif ready <= now:
                         lease = None
                         if pacer.gate is not None:

@@ -35,6 +35,16 @@ class Pacer:
         queue = self.waiters.get(host)
         return not self.fair or (queue is not None and queue[0] is token)
 
+    def ahead(self, host: str, token: object) -> int:
+        """How many waiters are before `token` in the host's line (0 unless fair)."""
+        queue = self.waiters.get(host)
+        if not self.fair or queue is None:
+            return 0
+        for position, other in enumerate(queue):
+            if other is token:
+                return position
+        return 0
+
     def join(self, host: str, token: object) -> None:
         if self.fair:
             self.waiters.setdefault(host, deque()).append(token)

@@ -126,7 +126,8 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
                                    deadline_seconds=settings.deadline_seconds, keep=settings.keep, plan=settings.plan)
         try:
             with participant if participant is not None else nullcontext():
-                record = run_source(entry.source, run_settings, shell, shared=shared, log=source_log)
+                record = run_source(entry.source, run_settings, shell, shared=shared, log=source_log,
+                                    leave_clock=participant.leave if participant is not None else None)
             outcome = {"status": RAN, "code": None, "refusals": [], "record": record}
         except RefusedError as exc:
             outcome = _refused(exc.refusals)

@@ -57,6 +57,7 @@ from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
 
 RECORD_VERSION = 1
 _IDLE_POLL_SECONDS = 0.05     # a worker with nothing to take looks again this much later
+_INLINE_POLL_SECONDS = 1.0    # a dataset source's thread looks again this much later for its workers
 _LOOKAHEAD_PER_WORKER = 4     # choices pulled ahead so workers can pick a ready host
 
 
@@ -369,7 +370,9 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
     if inline:
         work(None)
         while virtual and any(thread.is_alive() for thread in threads):
-            clock.sleep_until(clock.monotonic() + _IDLE_POLL_SECONDS)
+            # a sibling's last page may wait behind other sources' requests to its host;
+            # the source's finish is noted within this much virtual time of it
+            clock.sleep_until(clock.monotonic() + _INLINE_POLL_SECONDS)
     for thread in threads:
         while thread.is_alive():
             thread.join(timeout=0.5)
@@ -397,9 +400,12 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
 
 
 def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: SharedRun | None = None,
-               log=None, progress_factory=None) -> dict:
+               log=None, progress_factory=None, leave_clock: Callable[[], None] | None = None) -> dict:
     """One source's run (`execute`'s body). With `shared` it is one source of a dataset run:
-    the transport and the pacer are the dataset's, checked and closed by its caller."""
+    the transport and the pacer are the dataset's, checked and closed by its caller.
+    `leave_clock`: called once the run has read the clock for the last time, before the
+    generation is written (a dataset source's thread leaves the virtual clock there, so its
+    disk writes do not hold up the other sources' turns)."""
     log = log or (lambda event, **fields: None)
     wall_start = time.monotonic()
     refusal = plan_refusal(settings.plan)
@@ -421,7 +427,7 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
         source_lock = gate.source_lock(source.name) if gate is not None else nullcontext()
         with source_lock:
             return _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin,
-                               columns, pages, clock)
+                               columns, pages, clock, leave_clock)
     except SourceHeld as exc:
         raise source_held_refusal(exc) from None
     except GateUnavailable as exc:
@@ -429,7 +435,7 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
 
 
 def _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin, columns, pages,
-                clock) -> dict:
+                clock, leave_clock=None) -> dict:
     with StateStore(settings.state_dir, keep=settings.keep) as store:
         predecessor = _read_predecessor(store, columns, resync)
         run_number = predecessor.run_number + 1
@@ -490,10 +496,14 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             # (requests, bytes, deadline) counts only when it left work undone
             undone = dispatcher.left_undone or not discovery.complete
             budget_exhausted = planner.stop_reason or (budget.exhausted if undone else None)
+            ended = None            # a single run reads the clock when its generation is written
+            if leave_clock is not None:
+                ended = (clock.wall(), clock.monotonic())
+                leave_clock()
             with paused_gc():
                 record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
                                            budget_exhausted, run_number, resync, started_at, started_mono,
-                                           wall_start, clock, shell, discovery)
+                                           wall_start, ended, clock, shell, discovery)
         finally:
             close = getattr(transport, "close", None)
             if close is not None and shared is None:
@@ -503,7 +513,8 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
 
 
 def _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
-                      run_number, resync, started_at, started_mono, wall_start, clock, shell, discovery) -> dict:
+                      run_number, resync, started_at, started_mono, wall_start, ended, clock, shell,
+                      discovery) -> dict:
     generation = store.begin()
     try:
         out = generation.open_text(RELATION)
@@ -526,7 +537,7 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
             "generation": generation.name,
             "mode": "resync" if resync else "refresh",
             "started_at": started_at,
-            "finished_at": rfc3339(clock.wall()),
+            "finished_at": rfc3339(ended[0] if ended else clock.wall()),
             "coverage": result.coverage.as_dict(),
             "truncated": result.truncated,
             "rows": result.rows_written,
@@ -546,7 +557,7 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
             "discovery": {"stop_reason": discovery.stop_reason, "dropped_records": discovery.dropped_records,
                           "diagnostics": list(discovery.diagnostics)},
             "clock": "virtual" if shell.virtual else "system",
-            "duration_seconds": round(clock.monotonic() - started_mono, 3),
+            "duration_seconds": round((ended[1] if ended else clock.monotonic()) - started_mono, 3),
             "wall_seconds": round(time.monotonic() - wall_start, 3),
             "files": {RELATION: relation_digest.as_dict(), LEDGER: ledger_digest.as_dict()},
         }
