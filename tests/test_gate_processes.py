@@ -185,3 +185,21 @@ def test_two_servers_asked_to_run_one_source_one_runs_the_other_names_the_holder
     assert f"pid {first.pid}" in refused["refusals"][0]["message"]     # who holds it
     code, record = _finish(first)
     assert code == 0 and record["coverage"]["complete"] is True
+
+
+@pytest.mark.slow
+def test_one_connection_per_origin_when_one_request_is_in_flight(loopback, tmp_path):
+    """At a 1 s gap only one request is ever in flight per origin: a worker waiting for its turn
+    holds no connection (the gate's lease comes first), and a small unread body (the 404
+    robots.txt) is drained, so each origin sees one TLS connection for all its requests."""
+    hosts = ("a.example.com", "b.example.com", "c.example.com")
+    for host in hosts:
+        loopback.route("/robots.txt", Reply(404, PLAIN, b"none"), host=host)
+        loopback.route("*", Reply(handler=InFlight(0.01)), host=host)
+    urls = [f"https://{host}/p/{n}" for n in range(3) for host in hosts]
+    code, record = _finish(_start(loopback, tmp_path, "spread", urls, "--gate", f"local:{tmp_path / 'gate'}",
+                                  concurrency=6))
+    assert code == 0 and record["coverage"]["fetched_this_run"] == 9
+    for host in hosts:
+        seen = loopback.requests_for(host=host)
+        assert len(seen) == 4 and len({r.connection for r in seen}) == 1, (host, [r.connection for r in seen])
