@@ -384,6 +384,16 @@ def _per_host(source: Source) -> int:
     return min(PER_ORIGIN_IN_FLIGHT, source.collection.pages.effective_concurrency)
 
 
+def _lookahead(planner: Planner, workers: int) -> int:
+    """Choices pulled ahead of the workers. On one host a few per worker will do; over several,
+    the whole queue (the planner still holds it to max_fetches_per_run), or a source listing one
+    origin's pages before another's would leave the second origin idle while the first is paced
+    (bench/fleet.py: 2 origins served one after the other for a third of the run)."""
+    if len({urlsplit(c.url).hostname for c in planner.queue}) > 1:
+        return max(8, workers * _LOOKAHEAD_PER_WORKER, len(planner.queue))
+    return max(8, workers * _LOOKAHEAD_PER_WORKER)
+
+
 def _worker_count(source: Source, planner: Planner) -> int:
     """Threads, not requests in flight: a worker spends most of its life waiting for a
     host's gap, so one per host slot keeps every host busy; the scheduler's capacity
@@ -481,8 +491,7 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             log("discovered", discovered=len(discovery.pages), complete=discovery.complete,
                 failure=discovery.failure, chosen_queue=len(planner.queue))
             workers = _worker_count(source, planner)
-            dispatcher = _Dispatcher(planner, fetcher, clock, max(8, workers * _LOOKAHEAD_PER_WORKER),
-                                     per_host=_per_host(source))
+            dispatcher = _Dispatcher(planner, fetcher, clock, _lookahead(planner, workers), per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
             _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log,
                          inline=shared is not None and shell.virtual)
