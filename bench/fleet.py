@@ -178,6 +178,8 @@ def main() -> int:
                       f"first arrival + {result['all_span']:.2f} s first to last arrival (both origins) + "
                       f"{result['after_last']:.2f} s to the last exit; (span + start-up) / wall "
                       f"{(result['all_span'] + result['to_first']) / result['wall']:.3f}")
+                print(f"  fleet wall / ideal shared schedule: {result['wall'] / result['ideal']:.4f} (target <= 1.05; "
+                      f"the wall includes the processes' start-up)")
                 print(f"  smallest gap at one origin {result['smallest_gap']:.4f} s (floor 1 s); "
                       f"peak in flight at one origin {result['peak_in_flight']} (cap 2)")
 
