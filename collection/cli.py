@@ -20,6 +20,7 @@ import importlib.util
 import click
 
 from collection import __version__
+from collection.commands import examples
 
 
 def _version_text() -> str:
@@ -95,7 +96,13 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+             epilog=examples(
+                 "collection validate recipe.json",
+                 "collection run recipe.json --state /var/lib/collection/decisions",
+                 "collection status /var/lib/collection/decisions",
+                 "collection explain REQUEST_BUDGET_SUM",
+             ))
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,
               callback=lambda ctx, _p, v: (click.echo(_version_text()), ctx.exit(0)) if v else None,
               help="Print the version and the commit it was built from.")

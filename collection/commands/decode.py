@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 
+from collection.commands import examples
+
 from collection.canonical import ordered_json
 from collection.readers import registry
 from collection.readers.base import DecodeFailure, Pin, decode
@@ -26,10 +28,13 @@ def _fail(message: str, status: int) -> None:
     sys.exit(status)
 
 
-@click.command("decode")
+@click.command("decode", epilog=examples(
+    "collection decode recipe.json saved/decision-42.html --url https://www.example.gov/decisions/42",
+    "collection decode recipe.json saved/item.json --media-type application/json --json",
+))
 @click.argument("recipe", type=click.Path(dir_okay=False))
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--url", default="", help="The page's address (resolves relative links such as canonical_url).")
+@click.option("--url", default="", show_default=False, help="The page's address (resolves relative links such as canonical_url).")
 @click.option("--media-type", "media_type", default=None,
               help="The page's Content-Type; default: the first media type the pinned family takes.")
 @click.option("--source", "source_name", default=None, help="Which source of a dataset document to use.")

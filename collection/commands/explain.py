@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import click
 
+from collection.commands import examples
+
 from collection import codes
 from collection.canonical import canonical_json
 
 
-@click.command("explain")
+@click.command("explain", epilog=examples(
+    "collection explain REQUEST_BUDGET_SUM",
+    "collection explain COLLECTION_DISCOVERY_FAILED --json",
+))
 @click.argument("code")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as canonical JSON.")
 def command(code: str, as_json: bool) -> None:

@@ -12,6 +12,8 @@ from collections import Counter
 
 import click
 
+from collection.commands import examples
+
 from collection.canonical import ordered_json
 from collection.merge.ledger import MergeInvalid, iter_ledger
 from collection.store.generations import LEDGER, RUN_RECORD, current_generation
@@ -93,7 +95,10 @@ def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter) -> lis
     return out
 
 
-@click.command("status")
+@click.command("status", epilog=examples(
+    "collection status /tmp/cd",
+    "collection status /var/lib/collection/decisions --json",
+))
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(directory: str, as_json: bool) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from collection.commands import examples
+
 from collection.canonical import canonical_json
 from collection.recipe.registration import register_bytes
 
@@ -55,12 +57,16 @@ def validate_files(paths: tuple[str, ...], probe_options: dict | None = None) ->
     return entries, 2 if unreadable else 1 if refused else 0
 
 
-@click.command("validate")
+@click.command("validate", epilog=examples(
+    "collection validate fixtures/recipes/council_decisions.json",
+    "collection validate --json recipes/*.json",
+    "collection validate --probe recipe.json",
+))
 @click.argument("files", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schemas/validate-report.schema.json).")
 @click.option("--probe", is_flag=True,
               help="Also make one request to each collection's first discovery address (robots.txt honoured) "
-                   "and check its media type and that the records pointer names an array (D-59).")
+                   "and check its media type and that the records pointer names an array.")
 @click.option("--ca-bundle", type=click.Path(dir_okay=False), help="CA certificates to trust for --probe.")
 @click.option("--resolve", "resolve", multiple=True, metavar="HOST:PORT:ADDR:PORT",
               help="Connect to ADDR:PORT for HOST:PORT (as curl --resolve) for --probe.")

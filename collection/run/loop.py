@@ -285,7 +285,7 @@ class _Dispatcher:
                 if self.planner_done and not self.buffered:
                     return None
             # Wait: fetches in flight at max_fetches_per_run may still fail and free a slot.
-            # A worker may block only in sleep_until on a virtual clock (clock.py).
+            # A worker may block only in sleep_until on a virtual clock (fetch/clock.py).
             self.clock.sleep_until(self.clock.monotonic() + _IDLE_POLL_SECONDS)
 
     def report(self, choice: Choice, result: PageResult | None) -> None:
@@ -326,12 +326,14 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
             while (choice := dispatcher.take()) is not None:
                 result = _fetch_page(choice, fetcher, pin, accepted, clock)
                 dispatcher.report(choice, result)
+                if progress is not None:
+                    progress.tick()
                 log("page", page_id=choice.page_id, why=choice.why,
                     outcome=result.outcome if result else "stopped",
                     code=result.failure_code if result else fetcher.budget.exhausted)
 
     # Every participant is enrolled before any starts: a virtual clock that takes turns
-    # must know all of them before it hands out the first (clock.py).
+    # must know all of them before it hands out the first (fetch/clock.py).
     participants = [clock.enroll() if isinstance(clock, VirtualClock) else None for _ in range(count)]
     threads = [threading.Thread(target=work, args=(participant,), daemon=True, name="collection-worker")
                for participant in participants]
