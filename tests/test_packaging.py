@@ -103,7 +103,8 @@ def run_pyz(python: str, pyz: Path, args: list[str], pex_root: Path, cwd: Path,
 def listed_commands(help_text: str) -> list[str]:
     """The subcommands a click group's --help lists under 'Commands:'."""
     _, _, tail = help_text.partition("\nCommands:\n")
-    return [m.group(1) for m in re.finditer(r"^  (\S+)", tail, re.M)]
+    section = tail.split("\n\n", 1)[0]          # the examples section follows after a blank line
+    return [m.group(1) for m in re.finditer(r"^  (\S+)", section, re.M)]
 
 
 @pytest.fixture
