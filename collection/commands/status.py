@@ -55,7 +55,7 @@ def summarise(directory: str) -> dict | None:
         "pages": dict(states),
         "failures": {"by_class": dict(sorted(by_class.items())), "by_code": dict(sorted(by_code.items()))},
         "corrections": record["corrections"],
-        "next": advice(cov, record["truncated"], states, by_code),
+        "next": advice(cov, record["truncated"], states, by_code) + robots_advice(record),
     }
 
 
@@ -91,6 +91,14 @@ def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter) -> lis
     if not out and cov["complete"]:
         out.append("complete: nothing to do until the publisher changes")
     return out
+
+
+def robots_advice(record: dict) -> list[str]:
+    """D-66: a robots.txt that redirected outside allowed_origins blocked its whole origin."""
+    return [f"robots.txt of {entry['origin']} redirects to {entry['redirect']}, outside allowed_origins, so every "
+            f"page of {entry['origin']} was refused (D-66): add that origin to allowed_origins to follow it"
+            for entry in record.get("robots_unreachable") or ()
+            if isinstance(entry, dict) and {"origin", "redirect"} <= set(entry)]
 
 
 @click.command("status")

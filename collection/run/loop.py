@@ -304,7 +304,18 @@ class _Dispatcher:
         return self.buffered > 0 or self.unfinished > 0 or self.planner.remaining > 0
 
 
-def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
+def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock, log=None) -> PageResult | None:
+    try:
+        return _fetch_and_decode(choice, fetcher, pin, accepted, clock)
+    except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
+        # The page fails with a code (retried next run, counted in the run record and in
+        # `status`); the worker goes on with the next page.
+        if log is not None:
+            log("page_internal_error", page_id=choice.page_id, error=f"{type(exc).__name__}: {exc}")
+        return PageResult(choice.page_id, FAILED, rfc3339(clock.wall()), failure_code="internal_error")
+
+
+def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
     out = fetcher.fetch(FetchSpec(choice.url, B.PAGE, accepted))
     at = rfc3339(out.completed_at if out.completed_at is not None else clock.wall())
     if out.outcome == F_FETCHED:
@@ -324,7 +335,7 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
     def work(participant) -> None:
         with participant if participant is not None else nullcontext():
             while (choice := dispatcher.take()) is not None:
-                result = _fetch_page(choice, fetcher, pin, accepted, clock)
+                result = _fetch_page(choice, fetcher, pin, accepted, clock, log)
                 dispatcher.report(choice, result)
                 log("page", page_id=choice.page_id, why=choice.why,
                     outcome=result.outcome if result else "stopped",
@@ -423,6 +434,10 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
             # (requests, bytes, deadline) counts only when it left work undone
             undone = dispatcher.left_undone or not discovery.complete
             budget_exhausted = planner.stop_reason or (budget.exhausted if undone else None)
+            if budget_exhausted is None and budget.exhausted == B.MAX_SOURCE_BYTES:
+                # FETCH-14: reaching the byte cap ends the run with "max_source_bytes", even
+                # when the page that reached it was the last one chosen (it failed on it)
+                budget_exhausted = B.MAX_SOURCE_BYTES
             with paused_gc():
                 record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
                                            budget_exhausted, run_number, resync, started_at, started_mono,
@@ -483,6 +498,11 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
             "wall_seconds": round(time.monotonic() - wall_start, 3),
             "files": {RELATION: relation_digest.as_dict(), LEDGER: ledger_digest.as_dict()},
         }
+        unreachable = getattr(dispatcher.fetcher, "robots_unreachable", {})
+        if unreachable:
+            # D-66: origins whose robots.txt redirected outside allowed_origins (status advises)
+            record["robots_unreachable"] = [{"origin": origin, "redirect": target}
+                                            for origin, target in sorted(unreachable.items())]
         generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))
         store.commit(generation)
     except BaseException:
