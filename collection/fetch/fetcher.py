@@ -286,10 +286,7 @@ class Fetcher:
             outcome = FetchOutcome(spec.url, STOPPED, stopped_by=stop.ceiling,
                                    detail=f"stopped: {stop.ceiling}")
         except _Fail as fail:
-            if fail.code == "timeout" and self._run_deadline_passed():
-                outcome = FetchOutcome(spec.url, STOPPED, stopped_by=B.DEADLINE, detail="stopped: deadline")
-            else:
-                outcome = _failed(spec.url, fail.code, fail.detail, status=fail.status)
+            outcome = _failed(spec.url, fail.code, fail.detail, status=fail.status)
         except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
             # Whatever went wrong is this page's failure (retried next run, counted in the
             # run record), never a dead worker thread and a page left pending for ever.
@@ -297,13 +294,6 @@ class Fetcher:
             outcome = _failed(spec.url, "internal_error", f"{type(exc).__name__}: {exc}")
         at = tally.completed_at if tally.completed_at is not None else self.clock.wall()
         return _with_tally(outcome, tally, at)
-
-    def _run_deadline_passed(self) -> bool:
-        with self._lock:
-            if self.budget.deadline_passed(self.clock.monotonic()):
-                self.budget.record_stop(B.DEADLINE)
-                return True
-        return False
 
     def robots_rules(self, origin: str):
         """The robots.txt rules of `origin` for this run (fetched once, D-58)."""
@@ -465,12 +455,11 @@ class Fetcher:
                     self.politeness.sent(ticket, self.clock.monotonic())
             return written
 
-        timeout = self.request_timeout
-        if self.budget.deadline is not None:
-            # the run's deadline bounds the attempt too: --deadline ends the run on time
-            # whatever a server does (a stalled attempt is then a stop, not a failure)
-            timeout = min(timeout, max(0.0, self.budget.deadline - self.clock.monotonic()))
-        deadline = self.transport.monotonic() + timeout
+        # D-11: a total wall-clock limit per attempt, head included (the transport enforces
+        # it whatever the server trickles). The run's deadline stops choosing work (D-19);
+        # an attempt already in flight ends by this limit, so a run ends at most one
+        # request_timeout_seconds after its deadline (conformance case fetch-deadline).
+        deadline = self.transport.monotonic() + self.request_timeout
         try:
             response = self.transport.send(Request(url, headers, target), deadline, before_write)
         except TransportError as exc:

@@ -12,10 +12,10 @@ Callers open files with `newline=""` and `encoding="utf-8"`; this module never o
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, TextIO
 
+from collection.merge import csvio
 from collection.merge.csvio import CsvWriter
 from collection.merge.states import PAGE_STATES
 
@@ -124,7 +124,7 @@ def check_ledger_header(stream: Iterable[str]) -> MergeInvalid | None:
     Reads the header row and the first data row (for the version value); an empty
     stream is an empty ledger, which every run accepts (MERGE-02).
     """
-    reader = csv.reader(stream)
+    reader = csvio.reader(stream)
     header = next(reader, None)
     if header is None:
         return None
@@ -140,7 +140,7 @@ def check_ledger_header(stream: Iterable[str]) -> MergeInvalid | None:
 
 def iter_ledger(stream: Iterable[str]) -> Iterator[LedgerRow]:
     """The rows of a ledger, checked; raises MergeInvalid on any contradiction."""
-    reader = csv.reader(stream)
+    reader = csvio.reader(stream)
     header = next(reader, None)
     if header is None:
         return
