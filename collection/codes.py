@@ -153,6 +153,10 @@ _ENTRIES = [
          "Cast it: cast(page_ordinal as integer), cast(page_fetched_at as timestamp with time zone).", "REF-08", "PROV-18", "D-49"),
     _run("STATE_LOCKED", "Another run holds the state directory's lock.",
          "Wait for that run to finish; a lock left by a killed run is cleared automatically."),
+    _run("STATE_DAMAGED",
+         "The state directory is not as a run left it: `current` is not a symlink to a generation (a real directory, dangling, a loop), a generation file is missing or not a regular file (a FIFO), or run.json is truncated or lacks a member. The message names the file and what is wrong.",
+         "Run with --resync: the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts.",
+         "MERGE-01", "REF-04"),
     # --- page failures (D-45, D-62) ----------------------------------------------------
     _page("timeout", ERROR, "The attempt passed request_timeout_seconds.", "Check the origin's speed; retries follow D-08.", "FETCH-20", "D-11"),
     _page("connection_error", ERROR, "The connection failed or was reset.", "Check that the origin is reachable.", "D-62"),

@@ -109,11 +109,18 @@ def _row_to_fields(r: LedgerRow) -> list[str]:
     ]
 
 
+_MAX_DIGITS = 18      # below 2**63: what any counter, revision or ordinal can reach
+
+
 def _int(text: str, name: str, line: int, *, optional: bool = False) -> int | None:
     if optional and text == "":
         return None
     if not text.isascii() or not text.isdigit():
-        raise MergeInvalid(f"ledger column {name} holds {text!r}, not a whole number",
+        raise MergeInvalid(f"ledger column {name} holds {text[:40]!r}, not a whole number",
+                           pointer="ledger.csv", rule="D-01", line=line)
+    if len(text) > _MAX_DIGITS:
+        # int() would refuse (or crawl through) thousands of digits; no count gets near this
+        raise MergeInvalid(f"ledger column {name} holds a {len(text)}-digit number, more than any count",
                            pointer="ledger.csv", rule="D-01", line=line)
     return int(text)
 

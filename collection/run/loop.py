@@ -18,8 +18,10 @@ one its transport reports when it has one (a replayed recording's), else the clo
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -37,10 +39,10 @@ from collection.fetch.egress import Egress
 from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
 from collection.run.gcpause import paused_gc
-from collection.merge.ledger import MergeInvalid, read_ledger, write_ledger
+from collection.merge.ledger import MergeInvalid, check_ledger_header, read_ledger, write_ledger
 from collection.discover.common import ListingFailure, ListingResponse
 from collection.fetch.mediatypes import page_accepted
-from collection.merge.engine import check_predecessor, merge, prepare
+from collection.merge.engine import merge, prepare
 from collection.recipe.model import Source
 from collection.merge.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult, rfc3339
 from collection.merge.planner import Choice, Planner, Revisit, Stop, Wait
@@ -48,8 +50,8 @@ from collection.fetch.politeness import PER_ORIGIN_IN_FLIGHT, WORKER_CAP, Polite
 from collection.readers.base import DecodeFailure, Pin, decode
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import register_bytes
-from collection.merge.relation import scan_relation
-from collection.store.generations import LEDGER, RELATION, RUN_RECORD, StateLocked, StateStore
+from collection.merge.relation import check_relation_header, scan_relation
+from collection.store.generations import LEDGER, RELATION, RUN_RECORD, StateDamaged, StateLocked, StateStore
 from collection.merge.states import DEADLINE
 from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
 
@@ -149,33 +151,88 @@ def _merge_invalid(exc: MergeInvalid) -> RefusedError:
     return RefusedError(exc.to_refusal())
 
 
-def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool) -> _Predecessor:
-    """The predecessor's ledger and row counts, every check done before any request."""
-    record = store.read_record() if store.current() else None
-    run_number = int(record.get("run_number", 0)) if isinstance(record, dict) else 0
-    if resync or store.current() is None:
-        return _Predecessor({}, {}, None, run_number)
-    ledger_path, relation_path = store.current_file(LEDGER), store.current_file(RELATION)
+class _Damaged(Exception):
+    """The predecessor's files are damaged (not merely another run's format, REF-05/06)."""
+
+    def __init__(self, refusal: Refusal):
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def _read_state_file(path: str, name: str, read):
+    """`read(handle)` over one state file; damage comes back naming that file (D-02)."""
     try:
-        with open(ledger_path, newline="", encoding="utf-8") as lf, \
-                open(relation_path, newline="", encoding="utf-8") as rf:
-            problem = check_predecessor(lf, rf, columns)
-            if problem is not None:
-                raise _merge_invalid(problem)
-            lf.seek(0)
-            rf.seek(0)
-            with paused_gc():
-                ledger = read_ledger(lf)
-                rows = scan_relation(rf, columns)
+        with open(path, newline="", encoding="utf-8") as handle:
+            return read(handle)
+    except MergeInvalid as exc:
+        if exc.rule in ("REF-05", "REF-06"):
+            raise _merge_invalid(exc) from None        # another format: --resync is the answer
+        raise _Damaged(exc.to_refusal()) from None
+    except UnicodeDecodeError as exc:
+        raise _Damaged(Refusal("COLLECTION_MERGE_INVALID", "", f"{name}: not UTF-8 ({exc})", "D-02")) from None
+    except csv.Error as exc:
+        raise _Damaged(Refusal("COLLECTION_MERGE_INVALID", "", f"{name}: not readable CSV ({exc})", "D-02")) from None
+
+
+def _load_predecessor(store: StateStore, current: str, columns: tuple[str, ...], run_number: int) -> _Predecessor:
+    ledger_path, relation_path = os.path.join(current, LEDGER), os.path.join(current, RELATION)
+
+    def ledger_of(handle):
+        problem = check_ledger_header(handle)
+        if problem is not None:
+            raise problem
+        handle.seek(0)
+        with paused_gc():
+            return read_ledger(handle)
+
+    def rows_of(handle):
+        problem = check_relation_header(handle, columns)
+        if problem is not None:
+            raise problem
+        handle.seek(0)
+        with paused_gc():
+            return scan_relation(handle, columns)
+
+    ledger = _read_state_file(ledger_path, LEDGER, ledger_of)
+    rows = _read_state_file(relation_path, RELATION, rows_of)
+    try:
         # the relation must not hold pages its ledger does not know (MERGE-01): prepare
         # checks that, so ask it now with an empty discovery rather than after the listings
-        prepare(ledger, DiscoveryOutcome((), 0, True, None, "explicit"), rows, now=rfc3339(0), max_pages=len(ledger) or 1)
+        prepare(ledger, DiscoveryOutcome((), 0, True, None, "explicit"), rows, now=rfc3339(0),
+                max_pages=len(ledger) or 1)
     except MergeInvalid as exc:
-        raise _merge_invalid(exc) from None
-    except UnicodeDecodeError as exc:
-        raise RefusedError(Refusal("COLLECTION_MERGE_INVALID", "relation.csv", f"state file is not UTF-8: {exc}",
-                                   "D-02")) from None
+        raise _Damaged(exc.to_refusal()) from None
     return _Predecessor(ledger, rows, relation_path, run_number)
+
+
+def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool, log) -> _Predecessor:
+    """The predecessor's ledger and row counts, every check done before any request.
+
+    A damaged state directory (StateDamaged: the pointer, a missing or irregular file,
+    run.json; or damaged ledger/relation contents) refuses a refresh, naming the file. A
+    resync reads the predecessor all the same, and sets a damaged one aside (never
+    deleting it) so that a run can always get going again."""
+    try:
+        current = store.check()
+        if current is None:
+            return _Predecessor({}, {}, None, store.next_number() - 1)
+        run_number = store.read_record()["run_number"]
+        predecessor = _load_predecessor(store, current, columns, run_number)
+    except (StateDamaged, _Damaged) as exc:
+        refusal = exc.to_refusal() if isinstance(exc, StateDamaged) else exc.refusal
+        if not resync:
+            raise RefusedError(refusal) from None
+        run_number = store.next_number() - 1
+        moved = store.set_aside(exc)
+        log("state_set_aside", problem=refusal.message, moved_to=moved)
+        return _Predecessor({}, {}, None, run_number)
+    except RefusedError:
+        if not resync:
+            raise
+        return _Predecessor({}, {}, None, run_number)    # another format: a resync starts afresh
+    if resync:
+        return _Predecessor({}, {}, None, run_number)
+    return predecessor
 
 
 def _discover(source: Source, fetcher: Fetcher, log) -> tuple[DiscoveryOutcome, float | None]:
@@ -385,7 +442,7 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
     clock = shell.clock
 
     with StateStore(settings.state_dir, keep=settings.keep) as store:
-        predecessor = _read_predecessor(store, columns, resync)
+        predecessor = _read_predecessor(store, columns, resync, log)
         run_number = predecessor.run_number + 1
         transport = shell.transport_for(run_number)
         started_mono = clock.monotonic()
