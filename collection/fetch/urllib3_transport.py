@@ -18,6 +18,7 @@ What it guarantees (FETCH-01, FETCH-02, FETCH-18, FETCH-24, GUIDE: Security):
 from __future__ import annotations
 
 import http.client
+import re
 import socket
 import threading
 import time
@@ -204,6 +205,23 @@ def _classify(exc: BaseException) -> TransportError:
     return TransportError("connection_error", f"connection failed: {exc}", retryable=True)
 
 
+_FIELD_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")     # RFC 9110 token
+_BAD_VALUE_CHARS = re.compile("[\x00\r\n]")
+
+
+def received_headers(items) -> tuple[tuple[str, str], ...]:
+    """Header fields as the rest of the product may hold them (RFC 9110 §5.5): a CR, LF or
+    NUL inside a value is replaced by SP, and a field whose name is not a token is dropped
+    (http.client lets both through). A recording then writes only fields its own fixture
+    schema accepts, so every recording can be replayed."""
+    out = []
+    for name, value in items:
+        if not _FIELD_NAME.match(name):
+            continue
+        out.append((name, _BAD_VALUE_CHARS.sub(" ", value)))
+    return tuple(out)
+
+
 class _Response:
     def __init__(self, resp: urllib3.HTTPResponse, deadline: float, monotonic: Callable[[], float],
                  disarm: Callable[[], None] = lambda: None):
@@ -213,7 +231,7 @@ class _Response:
         self._monotonic = monotonic
         self._ended = False
         self.status = resp.status
-        self.headers = tuple((k, v) for k, v in resp.headers.items())
+        self.headers = received_headers(resp.headers.items())
 
     def header(self, name: str) -> str | None:
         return header_value(self.headers, name)
