@@ -302,7 +302,14 @@ class Fetcher:
         with entry.lock:
             if entry.rules is None:
                 robots_tally = _Tally()
-                entry.rules = self._fetch_robots(origin, robots_tally)
+                try:
+                    entry.rules = self._fetch_robots(origin, robots_tally)
+                except _Stop:
+                    raise                  # a ceiling, not robots.txt's answer: asked again later
+                except Exception:  # noqa: BLE001 - robots.txt that cannot be read: disallow all (D-58)
+                    robots_tally.release_all()
+                    from collection.fetch import robots as R
+                    entry.rules = R.DISALLOW_ALL
                 entry.completed_at = robots_tally.completed_at
                 delay = entry.rules.crawl_delay(self.token)
                 with self._lock:
