@@ -118,3 +118,18 @@ def test_a_recording_of_odd_headers_and_statuses_replays(loopback, tmp_path):
     assert [(o.outcome, o.failure_code, o.body) for o in replayed] == \
         [(o.outcome, o.failure_code, o.body) for o in live]
     assert live[1].failure_code == "http_status_999"
+
+
+# --- the last line: an unplanned error is a code and exit 70, never a traceback ------------------
+
+def test_an_unplanned_error_exits_70_with_a_code(tmp_path):
+    """Fault injection stands for a bug nobody has found yet: the CLI's last handler."""
+    import subprocess
+
+    program = ("import sys, collection.cli as c, collection.commands.status as s\n"
+               "s.summarise = lambda directory: 1 / 0\n"
+               "sys.argv = ['collection', 'status', sys.argv[1]]\n"
+               "c.main()\n")
+    done = subprocess.run([sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 70
+    assert done.stderr.startswith("INTERNAL_ERROR: ZeroDivisionError") and "Traceback" not in done.stderr
