@@ -351,7 +351,10 @@ class StateStore:
         except StateDamaged:
             current = ""       # damaged: only temporary leftovers go; the run decides the rest
         current_number = _generation_number(os.path.basename(current)) if current else None
-        foreign = current == "" or (current is not None and current_number is None)
+        # a damaged or foreign `current`, or none since a resync set one aside: finished
+        # generations may be all that is left of the history, so none is removed here
+        foreign = (current == "" or (current is not None and current_number is None)
+                   or (current is None and os.path.isdir(os.path.join(self.directory, SET_ASIDE))))
         for name in os.listdir(self.generations):
             path = os.path.join(self.generations, name)
             number = _generation_number(name)
