@@ -185,6 +185,9 @@ def test_robots_redirect_off_the_allowlist_disallows_the_origin(loopback, tmp_pa
     assert {p["page_id"]: (p["failure_code"], p["failure_class"]) for p in record["failures"]["pages"]} == \
         {"id-1": ("robots_disallowed", "blocked"), "id-2": ("robots_disallowed", "blocked")}
     assert record["robots_unreachable"] == [{"origin": ORIGIN, "redirect": "https://example.com/robots.txt"}]
+    import jsonschema
+    from collection.recipe.resources import load_schema
+    jsonschema.Draft202012Validator(load_schema("run-record.schema.json")).validate(record)
     assert loopback.requests_for("/robots.txt", host="example.com") == []     # never followed
     advice = summarise(str(tmp_path))["next"]
     assert any("https://example.com/robots.txt" in line and "allowed_origins" in line for line in advice)
