@@ -56,7 +56,7 @@ answer = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(answer)
 def test_any_status_and_header_values_give_a_planned_outcome(server, example):
