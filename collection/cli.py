@@ -1,7 +1,8 @@
 """The command line: `collection COMMAND ...`.
 
 Each command lives in its own module under `collection/commands/`; this module only
-assembles the group. Exit codes (GUIDE): 0 success, 1 refusal, 2 usage error.
+assembles the group. Exit codes (GUIDE): 0 success, 1 refusal, 2 usage error, 70 an
+internal error (`INTERNAL_ERROR`: a bug, never a traceback).
 
 Commands are registered lazily: `cli.add_lazy_command(NAME, "module:attribute")` imports
 the module only when NAME runs (or `collection NAME --help` is asked), and
@@ -120,5 +121,18 @@ cli.add_lazy_command("status", "collection.commands.status:command")
 cli.add_lazy_command("conformance", "collection.commands.conformance:command")
 
 
+# A bug nobody planned for: the message names it with a code, and the exit status is
+# sysexits' EX_SOFTWARE, distinct from refusals (1) and usage errors (2). A run that dies
+# this way leaves the previous generation current (the one being written is abandoned).
+EXIT_INTERNAL_ERROR = 70
+
+
 def main() -> None:
-    cli(prog_name="collection")
+    try:
+        cli(prog_name="collection")
+    except Exception as exc:  # noqa: BLE001 - the last line of "never a traceback"
+        import sys
+
+        click.echo(f"INTERNAL_ERROR: {type(exc).__name__}: {exc} (a bug in collection; the previous "
+                   "generation is unchanged; please report this line with the command that gave it)", err=True)
+        sys.exit(EXIT_INTERNAL_ERROR)

@@ -153,6 +153,13 @@ _ENTRIES = [
          "Cast it: cast(page_ordinal as integer), cast(page_fetched_at as timestamp with time zone).", "REF-08", "PROV-18", "D-49"),
     _run("STATE_LOCKED", "Another run holds the state directory's lock.",
          "Wait for that run to finish; a lock left by a killed run is cleared automatically."),
+    _run("INTERNAL_ERROR",
+         "The command met an error nobody planned for (a bug). It exits 70 with this code and one line naming the error, never a traceback; a run that ends this way leaves the previous generation current.",
+         "Report the line with the command that gave it.", "REF-04"),
+    _run("STATE_DAMAGED",
+         "The state directory is not as a run left it: `current` is not a symlink to a generation (a real directory, dangling, a loop), a generation file is missing or not a regular file (a FIFO), or run.json is truncated or lacks a member. The message names the file and what is wrong.",
+         "Run with --resync: the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts.",
+         "MERGE-01", "REF-04"),
     # --- page failures (D-45, D-62) ----------------------------------------------------
     _page("timeout", ERROR, "The attempt passed request_timeout_seconds.", "Check the origin's speed; retries follow D-08.", "FETCH-20", "D-11"),
     _page("connection_error", ERROR, "The connection failed or was reset.", "Check that the origin is reachable.", "D-62"),
@@ -175,16 +182,31 @@ _ENTRIES = [
           "Record the fixture again, or add the exchange.", ),
     _page("skipped_origin", BLOCKED, "The address (or the place a redirect landed) is not https or not in allowed_origins; it is never fetched.",
           "Add the origin to allowed_origins if it belongs to the corpus.", "URL-09", "URL-10", "URL-13", "D-26"),
+    _page("http_status_invalid", ERROR, "The answer carried no usable HTTP status.", "Check the origin.", "D-62"),
+    _page("content_encoding_refused", ERROR,
+          "The body came in a content encoding the fetcher did not ask for (only gzip and deflate are asked for), so its bytes cannot be trusted as the page.",
+          "Ask the origin's operator to honour Accept-Encoding.", "D-30", "D-62"),
+    _page("partial_content_refused", ERROR,
+          "The origin answered 206 Partial Content to a request that asked for no range: the body is not the whole page.",
+          "Check the origin; the page is retried on the next run.", "FETCH-25", "D-62"),
+    _page("internal_error", ERROR,
+          "Handling this page raised an unexpected error; the page failed and is retried on the next run.",
+          "Report it with the run's log; nothing else in the run was affected.", "REF-13"),
     _page("waf_challenge", BLOCKED, "The origin answered with a bot challenge instead of the page.", "Ask the origin's operator.", "D-62"),
 ]
 
 CATALOGUE: dict[str, Code] = {entry.code: entry for entry in _ENTRIES}
 
-_HTTP_STATUS = re.compile(r"http_status_([1-5][0-9][0-9])\Z")
+# Any three-digit status a server can send names a code: http.client accepts 100-999 on the
+# status line, and publishers do answer outside RFC 9110's 100-599 (LinkedIn answers crawlers
+# with 999). Anything else a transport could report is `http_status_invalid`.
+_HTTP_STATUS = re.compile(r"http_status_([1-9][0-9][0-9])\Z")
 
 
 def http_status_code(status: int) -> str:
-    return f"http_status_{status}"
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 999:
+        return f"http_status_{status}"
+    return "http_status_invalid"
 
 
 def liveness_for_status(status: int) -> str:

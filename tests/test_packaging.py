@@ -134,7 +134,7 @@ def test_pyz_carries_native_wheels_for_every_target(built):
         project, *_, py_tag, abi_tag, plat_tag = dist[:-len(".whl")].split("-")
         if plat_tag != "any":
             native.setdefault(project, set()).add(dist)
-    assert {"lxml", "rpds_py"} <= set(native), sorted(deps)
+    assert {"lxml", "rpds_py", "brotli", "zstandard"} <= set(native), sorted(deps)
     for project, wheels in native.items():
         for py in PYTHON_VERSIONS:
             tag = "cp" + py.replace(".", "")

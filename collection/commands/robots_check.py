@@ -44,7 +44,10 @@ def command(robots_file: str, agent: str, as_json: bool, urls: tuple[str, ...]) 
     rules = parse_robots(data)
     verdicts = []
     for url in urls:
-        path = path_and_query(url)
+        try:
+            path = path_and_query(url)
+        except ValueError as error:         # urlsplit: 'https://[::1' is no address
+            raise click.UsageError(f"{url!r} is not an address: {error}") from None
         verdict = rules.verdict(agent, path)
         verdicts.append({"url": url, "path": path, "allowed": verdict.allowed,
                          "rule": verdict.rule, "line": verdict.line})

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from collection.discover import pagination as pg
+from collection.canonical import valid_text
 from collection.discover.common import (
     DiscoveryShapeError,
     ListingFailure,
@@ -501,20 +502,21 @@ def start(config: DiscoveryConfig, allowed_origins, *, max_pages: int | None = N
         duplicates = dropped = 0
         notes: list[str] = []
         for member in config.members:
+            page_id = valid_text(member.page_id)      # as listing text: no lone surrogate
             try:
                 url = canonicalise(member.url)
             except UrlError as exc:
                 dropped += 1
-                notes.append(f"member {member.page_id!r}: {exc}")
+                notes.append(f"member {page_id!r}: {exc}")
                 continue
-            if member.page_id in seen:
+            if page_id in seen:
                 duplicates += 1
                 continue
             if max_pages is not None and len(pages) >= max_pages:
                 return replace(state, pages=tuple(pages), page_ids=frozenset(seen), duplicates=duplicates,
                                dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="max_pages")
-            seen.add(member.page_id)
-            pages.append(ListedPage(member.page_id, url, None, len(pages) + 1, unreachable_reason(url, allowed)))
+            seen.add(page_id)
+            pages.append(ListedPage(page_id, url, None, len(pages) + 1, unreachable_reason(url, allowed)))
         return replace(state, pages=tuple(pages), page_ids=frozenset(seen), duplicates=duplicates,
                        dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="explicit")
     base = canonicalise(config.url or "")
