@@ -17,7 +17,7 @@ import json
 from typing import Any, Iterable, Mapping
 from urllib.parse import urljoin
 
-from collection.readers.base import Rows, reader
+from collection.readers.base import ReaderFailure, Rows, reader
 from collection.readers.extract_engine import main_text
 from collection.readers.text import block_text, inline_text, normalize, normalize_block, parse_html
 from collection.readers.selectors import compile_selector
@@ -64,7 +64,11 @@ def read(options: Mapping[str, Any], body: bytes, content_type: str, url: str) -
         matches = compile_selector(selectors["story"]).select(root)
         values["story"] = normalize_block("\n".join(block_text(element) for element in _outermost(matches)))
     else:
-        values["story"] = main_text(root)
+        story = main_text(root)
+        if not story.text and story.body_had_text:
+            raise ReaderFailure("story_not_found", "the page shows text, but none of it reads as the page's story "
+                                                   "(only navigation, headings, link lists or boilerplate)")
+        values["story"] = story.text
     return ((values["title"], values["story"], *(values[name] for name in metadata)),)
 
 
