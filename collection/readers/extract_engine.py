@@ -115,27 +115,34 @@ def main_text(root: Any) -> Story:
     if body is None:
         body = root
     etree.strip_elements(body, *_INVISIBLE, with_tail=False)
-    had_text = bool(body.text_content().strip())
+    had_text = any(text.strip() for text in body.itertext())  # stops at the first word
     strength = _cookie_boxes(body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
     blocks = _blocks(body)
     if not blocks:
         return Story("", had_text)
+    mains = []
     for element in body.xpath(_NAMED):
-        strength.setdefault(element, _is_boilerplate(element))
-    for form in body.iter("form"):
-        if strength.get(form, 0) == 0 and _weight(form.text_content()) < _WIDGET_FORM:
-            strength[form] = 1
+        level = _is_boilerplate(element)
+        if level:
+            strength.setdefault(element, level)
+        elif element.get("role") == "main":
+            mains.append(element)
+    anchors = []
+    for element in body.iter("form", "h1", "main"):
+        if element.tag != "form":
+            anchors.append(element)
+        elif element not in strength and _weight(element.text_content()) < _WIDGET_FORM:
+            strength[element] = 1
     for grid in _teaser_grids(blocks):
-        if strength.get(grid, 0) == 0:
-            strength[grid] = 1
-    chains, damp = _chains(body, blocks, strength)
+        strength.setdefault(grid, 1)
     # A boilerplate name around the page's <h1> or <main> names the layout ("with-sidebar",
     # "sticky-sidebar"), not a box beside the story: it does not damp.
-    for anchor in body.iter("h1", "main"):
+    for anchor in anchors:
         for element in anchor.iterancestors():
             if strength.get(element) == 1:
-                strength[element] = 0
+                del strength[element]
+    chains, damp = _chains(body, blocks, strength)
     values = {block: _value(block, stats) for block, stats in blocks.items()}
     # A name is a hint, not proof: "page-with-sidebar" or "ad-margins" may wrap the whole
     # article. So a weakly named element is kept when it holds the core: the element directly
@@ -150,7 +157,8 @@ def main_text(root: Any) -> Story:
     kept = set(chains.get(max(votes, key=votes.__getitem__), ())) if votes else set()
     dropped = {element for element, level in strength.items() if level == 2}
     fitness = _fitness(values, chains, damp, dropped)
-    container = _container(body, fitness, chains)
+    main = next((element for element in anchors if element.tag == "main"), mains[0] if mains else None)
+    container = _container(body, main, fitness, chains)
     around = set(chains.get(container, ()))
     removed = [element for element, level in strength.items()
                if level == 2 or (level == 1 and element not in kept and element not in around)]
@@ -160,9 +168,8 @@ def main_text(root: Any) -> Story:
     return Story(_emit(container, blocks), had_text)
 
 
-def _container(body: Any, fitness: dict, chains: dict) -> Any:
+def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
     """The best container (see the module docstring, step 2), bounded by the page's <main>."""
-    main = next(iter(body.xpath(".//main | .//*[@role='main']")), None)
     best = max(fitness, key=fitness.__getitem__) if fitness else None
     if best is None or fitness[best] <= 0:
         return main if main is not None and main.getparent() is not None else body
@@ -174,10 +181,15 @@ def _container(body: Any, fitness: dict, chains: dict) -> Any:
 
 
 def _cookie_boxes(body: Any) -> dict:
-    """A box with a button that talks about cookies is a consent banner, whatever its name."""
+    """A box with a button that talks about cookies is a consent banner, whatever its name:
+    the button's own box, or the one around its button group (never a bigger one, so a short
+    page that merely holds the banner is not taken for it)."""
     found: dict = {}
-    for box in body.xpath(".//button/.. | .//input[@type='button' or @type='submit']/.."):
-        for _ in range(2):  # the button's own box, or the one around its button group
+    for control in body.iter("button", "input"):
+        box = control.getparent()
+        if box is None or box in found or control.tag == "input" and control.get("type") not in ("button", "submit"):
+            continue
+        for _ in range(2):
             text = box.text_content()
             if len(text) > 1000:
                 break
@@ -339,9 +351,12 @@ def _blocks(body: Any) -> dict:
     # Blocks inside a link (<a><h3>headline</h3></a>, card teasers) are link text too.
     linked = set(body.xpath(".//a//*"))
     for text in body.xpath(".//text()"):
-        length = _weight(text)
-        if not length:
+        stripped = text.strip()
+        if not stripped:
             continue
+        length = len(stripped)
+        if not stripped.isascii():
+            length += 2 * len(_WIDE.findall(stripped))
         block, link = _block_of(text)
         if block is None:
             continue
@@ -356,7 +371,7 @@ def _blocks(body: Any) -> dict:
         elif link == 2:
             entry[4] = True
         entry[2] = text
-        if not entry[3] and " " in text.strip():
+        if not entry[3] and " " in stripped:
             entry[3] = True
     return blocks
 
@@ -379,7 +394,9 @@ def _emit(container: Any, blocks: dict) -> str:
                 lines.append("".join(current))
             current = ["- "] if block.tag == "li" and block is not owner else []
             owner = block
-        current.append(text if block.tag == "pre" else _SPACE.sub(" ", text))
+        # Line breaks inside a text node are layout (but in <pre>); other runs of whitespace
+        # are collapsed by normalize_block, so a printable node needs no work here.
+        current.append(text if block.tag == "pre" or text.isprintable() else _SPACE.sub(" ", text))
     if current:
         lines.append("".join(current))
     story = normalize_block("\n".join(lines))
