@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from lxml import etree
 
-from collection.readers.text import BLOCK_TAGS, normalize_block
+from collection.readers.text import BLOCK_TAGS, normalize, normalize_block
 
 # Never shown, or shown as literal markup: dropped before anything looks at the text.
 _INVISIBLE = ("script", "style", "noscript", "template", "head", "title", "noframes", "noembed", "xmp")
@@ -115,7 +115,7 @@ def main_text(root: Any) -> Story:
     if body is None:
         body = root
     etree.strip_elements(body, *_INVISIBLE, with_tail=False)
-    had_text = any(text.strip() for text in body.itertext())  # stops at the first word
+    had_text = any(text.strip() and normalize(text) for text in body.itertext())  # stops at the first word
     strength = _cookie_boxes(body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
     blocks = _blocks(body)

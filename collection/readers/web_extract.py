@@ -1,7 +1,9 @@
 """`html.web_extract` 1.1.0: one row per page — title, story and the chosen metadata (pure).
 
 `story` is the page's main text with block structure kept (one paragraph, heading, list
-item, quote or code block per line) and boilerplate removed. Unless the options name a
+item, quote or code block per line) and boilerplate removed. When the engine finds no story
+on a page that shows text, the page fails with `story_not_found` rather than giving a row
+whose empty story looks like success (docs/readers.md). Unless the options name a
 `story` selector, the engine is our own (extract_engine.py): on the article-extraction set
 (bench/extraction.py) it scores above trafilatura's defaults at a few times the cost of the
 parse, and because its rules live in this repository the same bytes give the same story
@@ -145,6 +147,9 @@ def _found(root: Any, meta: dict[tuple[str, str], str], name: str, url: str) -> 
         return _absolute(url, ld) if name == "canonical_url" else ld
     if name == "title":
         for element in root.iter("title"):
+            # An inline <svg>'s <title> names an icon, not the page.
+            if any(ancestor.tag in ("svg", "math") for ancestor in element.iterancestors()):
+                continue
             text = inline_text(element)
             if text:
                 return text
