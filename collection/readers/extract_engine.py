@@ -1,9 +1,9 @@
 """Main-text extraction for `html.web_extract` (pure, one lxml tree, no third-party extractor).
 
 `main_text(root)` returns the page's story: one paragraph, heading, list item ("- " first),
-quote, table cell, caption or code line per line, boilerplate left out; and whether the
-page's body showed any text at all (so a story that comes out empty can be told from a page
-that says nothing). It prunes the tree it is given.
+quote, table cell, caption or code line per line, boilerplate left out. It prunes the tree it
+is given. `shows_text(root)` says whether a page's body shows any text at all, so a story that
+comes out empty can be told from a page that says nothing.
 
 Three steps, each cheap enough to keep the whole Reader within a few times the parse:
 1. Drop what is never story: scripts, styles, raw-text elements (noframes, noembed, xmp),
@@ -40,7 +40,7 @@ code is unchanged, which the Reader version pins.
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from lxml import etree
 
@@ -56,7 +56,6 @@ _BLOCK = BLOCK_TAGS | {"li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", 
                        "form", "fieldset", "address", "details", "summary", "hr", "br", "caption"}
 # Blocks that carry facts in a few words: a cell, a definition, a list item, a caption.
 _FACTS = frozenset({"td", "th", "dd", "dt", "li", "summary", "caption", "figcaption", "address", "legend"})
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _ROLES = {"navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search", "dialog",
           "alertdialog", "toolbar", "tablist", "button"}
 
@@ -105,22 +104,27 @@ _WIDGET_FORM = 200
 _CARD = 600
 
 
-class Story(NamedTuple):
-    text: str
-    body_had_text: bool
-
-
-def main_text(root: Any) -> Story:
+def shows_text(root: Any) -> bool:
+    """Whether the page's body shows any text at all (scripts, styles and raw-text elements aside).
+    Asked of a fresh tree only when the story comes out empty, so it costs nothing on other pages."""
     body = root.find("body")
     if body is None:
         body = root
     etree.strip_elements(body, *_INVISIBLE, with_tail=False)
-    had_text = any(text.strip() and normalize(text) for text in body.itertext())  # stops at the first word
+    return any(text.strip() and normalize(text) for text in body.itertext())  # stops at the first word
+
+
+def main_text(root: Any) -> str:
+    body = root.find("body")
+    if body is None:
+        body = root
+    etree.strip_elements(body, *_INVISIBLE, with_tail=False)
     strength = _cookie_boxes(body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
-    blocks = _blocks(body)
+    owners: dict = {}
+    blocks = _blocks(body, owners)
     if not blocks:
-        return Story("", had_text)
+        return ""
     mains = []
     for element in body.xpath(_NAMED):
         level = _is_boilerplate(element)
@@ -134,7 +138,7 @@ def main_text(root: Any) -> Story:
             anchors.append(element)
         elif element not in strength and _weight(element.text_content()) < _WIDGET_FORM:
             strength[element] = 1
-    for grid in _teaser_grids(blocks):
+    for grid in _teaser_grids(body, blocks):
         strength.setdefault(grid, 1)
     # A boilerplate name around the page's <h1> or <main> names the layout ("with-sidebar",
     # "sticky-sidebar"), not a box beside the story: it does not damp.
@@ -142,7 +146,7 @@ def main_text(root: Any) -> Story:
         for element in anchor.iterancestors():
             if strength.get(element) == 1:
                 del strength[element]
-    chains, damp = _chains(body, blocks, strength)
+    chains, damp, order = _chains(body, blocks, strength)
     values = {block: _value(block, stats) for block, stats in blocks.items()}
     # A name is a hint, not proof: "page-with-sidebar" or "ad-margins" may wrap the whole
     # article. So a weakly named element is kept when it holds the core: the element directly
@@ -156,7 +160,7 @@ def main_text(root: Any) -> Story:
                 votes[element] = votes.get(element, 0) + weight * value * damp[block]
     kept = set(chains.get(max(votes, key=votes.__getitem__), ())) if votes else set()
     dropped = {element for element, level in strength.items() if level == 2}
-    fitness = _fitness(values, chains, damp, dropped)
+    fitness = _fitness(values, chains, damp, order, dropped)
     main = next((element for element in anchors if element.tag == "main"), mains[0] if mains else None)
     container = _container(body, main, fitness, chains)
     around = set(chains.get(container, ()))
@@ -165,7 +169,7 @@ def main_text(root: Any) -> Story:
     for element in removed:  # in the same order for the same page, so the text left behind is the same
         if element.getparent() is not None:
             _remove_keep_tail(element)
-    return Story(_emit(container, blocks), had_text)
+    return _emit(container, blocks, owners)
 
 
 def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
@@ -185,10 +189,12 @@ def _cookie_boxes(body: Any) -> dict:
     the button's own box, or the one around its button group (never a bigger one, so a short
     page that merely holds the banner is not taken for it)."""
     found: dict = {}
+    seen = set()
     for control in body.iter("button", "input"):
         box = control.getparent()
-        if box is None or box in found or control.tag == "input" and control.get("type") not in ("button", "submit"):
+        if box is None or box in seen or control.tag == "input" and control.get("type") not in ("button", "submit"):
             continue
+        seen.add(box)
         for _ in range(2):
             text = box.text_content()
             if len(text) > 1000:
@@ -202,11 +208,12 @@ def _cookie_boxes(body: Any) -> dict:
     return found
 
 
-def _teaser_grids(blocks: dict) -> list:
+def _teaser_grids(body: Any, blocks: dict) -> list:
     """Parents of two or more teaser cards: a card is led by a headline linking elsewhere."""
     cards: dict = {}
-    for block, (length, links, *_) in blocks.items():
-        if block.tag not in _HEADINGS or block.tag == "h1" or links < length or not length:
+    for block in body.iter("h2", "h3", "h4", "h5", "h6"):
+        length, links, *_ = blocks.get(block) or (0, 0)
+        if links < length or not length:
             continue
         parent = block.getparent()
         link = parent if parent is not None and parent.tag == "a" else block.find(".//a")
@@ -250,17 +257,21 @@ def _is_sentence(last: str, length: int, spaced: bool) -> bool:
     return spaced or _WIDE.search(last) is not None
 
 
-def _chains(body: Any, blocks: dict, strength: dict) -> tuple[dict, dict]:
+def _chains(body: Any, blocks: dict, strength: dict) -> tuple[dict, dict, list]:
     """Each block's ancestors up to `body`, itself first (shared tails memoised: pages nest
-    deep), and each element's damping: _DAMP for every ancestor named as boilerplate."""
+    deep); each element's damping: _DAMP for every ancestor named as boilerplate; and the
+    elements in the order the blocks first reach them (each block, then its new ancestors
+    upward; the body last), which is the order ties between containers are settled in."""
     chains: dict = {body: (body,)}
     damp: dict = {body: 1.0}
+    order: list = []
     for block in blocks:
         pending = []
         element = block
         while element is not None and element not in chains:
             pending.append(element)
             element = element.getparent()
+        order.extend(pending)
         tail = chains[element] if element is not None else ()
         factor = damp[element] if element is not None else 1.0
         for element in reversed(pending):
@@ -268,19 +279,24 @@ def _chains(body: Any, blocks: dict, strength: dict) -> tuple[dict, dict]:
             if strength.get(element) == 1:
                 factor *= _DAMP
             damp[element] = factor
-    return chains, damp
+    order.append(body)
+    return chains, damp, order
 
 
-def _fitness(values: dict, chains: dict, damp: dict, dropped: set) -> dict:
-    """Every container's summed block values, damped inside boilerplate names (module docstring, step 2)."""
-    fitness: dict = {}
+def _fitness(values: dict, chains: dict, damp: dict, order: list, dropped: set) -> dict:
+    """Every container's summed block values, damped inside boilerplate names (module docstring,
+    step 2); nothing inside a dropped element counts or is a candidate. Summed bottom-up once:
+    `chains` lists ancestors before descendants, so its reverse takes children first."""
+    fitness = dict.fromkeys(order, 0.0)
     for block, value in values.items():
-        chain = chains[block]
-        if dropped and not dropped.isdisjoint(chain):
-            continue
-        value *= damp[block]
-        for element in chain:
-            fitness[element] = fitness.get(element, 0) + value
+        fitness[block] += value * damp[block]
+    for element in reversed(chains):
+        chain = chains[element]
+        if len(chain) > 1 and element not in dropped:
+            fitness[chain[1]] += fitness[element]
+    if dropped:
+        for element in [element for element, chain in chains.items() if not dropped.isdisjoint(chain)]:
+            del fitness[element]
     return fitness
 
 
@@ -331,21 +347,26 @@ def _remove_keep_tail(element: Any) -> None:
     parent.remove(element)
 
 
-def _block_of(text: Any) -> tuple[Any, int]:
+def _block_of(text: Any, owners: dict) -> tuple[Any, int]:
     """The nearest block-level element owning a text node, and whether the text is a link's:
-    0 no, 1 a link, 2 a link to a document (content, not navigation)."""
-    element = text.getparent()
+    0 no, 1 a link, 2 a link to a document (content, not navigation). `owners` remembers the
+    answer per starting element, which both passes over the text (scoring, emitting) share."""
+    start = text.getparent()
     if text.is_tail:  # a tail belongs to the element's parent, not to the element
-        element = element.getparent()
-    link = 0
-    while element is not None and element.tag not in _BLOCK:
-        if element.tag == "a" and not link:
-            link = 2 if _DOCUMENT.search(element.get("href") or "") else 1
-        element = element.getparent()
-    return element, link
+        start = start.getparent()
+    found = owners.get(start)
+    if found is None:
+        element = start
+        link = 0
+        while element is not None and element.tag not in _BLOCK:
+            if element.tag == "a" and not link:
+                link = 2 if _DOCUMENT.search(element.get("href") or "") else 1
+            element = element.getparent()
+        found = owners[start] = (element, link)
+    return found
 
 
-def _blocks(body: Any) -> dict:
+def _blocks(body: Any, owners: dict) -> dict:
     """Block element -> [weight, link weight, last text, whether any text had a space, whether it links a document]."""
     blocks: dict = {}
     # Blocks inside a link (<a><h3>headline</h3></a>, card teasers) are link text too.
@@ -357,7 +378,7 @@ def _blocks(body: Any) -> dict:
         length = len(stripped)
         if not stripped.isascii():
             length += 2 * len(_WIDE.findall(stripped))
-        block, link = _block_of(text)
+        block, link = _block_of(text, owners)
         if block is None:
             continue
         if not link and linked and block in linked:
@@ -376,12 +397,12 @@ def _blocks(body: Any) -> dict:
     return blocks
 
 
-def _emit(container: Any, blocks: dict) -> str:
+def _emit(container: Any, blocks: dict, owners: dict) -> str:
     lines: list[str] = []
     current: list[str] = []
     owner = None
     for text in container.xpath(".//text()"):
-        block, _ = _block_of(text)
+        block, _ = _block_of(text, owners)
         stats = blocks.get(block)
         # Left out: link lists inside the story (related links, tags, share bars), and the
         # <h1>, which is the page's title (its own column) rather than its story.

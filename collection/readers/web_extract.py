@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from urllib.parse import urljoin
 
 from collection.readers.base import ReaderFailure, Rows, reader
-from collection.readers.extract_engine import main_text
+from collection.readers.extract_engine import main_text, shows_text
 from collection.readers.text import block_text, inline_text, normalize, normalize_block, parse_html
 from collection.readers.selectors import compile_selector
 
@@ -66,11 +66,10 @@ def read(options: Mapping[str, Any], body: bytes, content_type: str, url: str) -
         matches = compile_selector(selectors["story"]).select(root)
         values["story"] = normalize_block("\n".join(block_text(element) for element in _outermost(matches)))
     else:
-        story = main_text(root)
-        if not story.text and story.body_had_text:
+        values["story"] = main_text(root)
+        if not values["story"] and shows_text(parse_html(body, content_type)):
             raise ReaderFailure("story_not_found", "the page shows text, but none of it reads as the page's story "
                                                    "(only navigation, headings, link lists or boilerplate)")
-        values["story"] = story.text
     return ((values["title"], values["story"], *(values[name] for name in metadata)),)
 
 
