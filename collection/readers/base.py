@@ -97,7 +97,7 @@ def decode(pin: Pin, body: bytes, content_type: str | None, url: str) -> Decoded
     except PageTooDeep as error:
         return DecodeFailure("page_too_deep", str(error))
     except RecursionError:
-        return DecodeFailure("page_too_deep", "the page nests elements too deeply to decode")
+        return DecodeFailure("decode_error", "the page nests too deeply to decode")
     except ValueError as error:  # the Readers' own "what is wrong", in words (the page is empty, not JSON, ...)
         return DecodeFailure("decode_error", str(error) or "the page could not be decoded")
     except Exception as error:  # READ-10: a decode that raises fails the page, never the run

@@ -148,6 +148,9 @@ def normalize(text: str | None) -> str:
     """One line of text: NFC, controls dropped, whitespace runs collapsed, trimmed."""
     if not text:
         return ""
+    if text.isascii() and text.isprintable():
+        # Printable ASCII is already NFC and holds no controls; its only whitespace is " ".
+        return text.strip() if "  " not in text else _WHITESPACE.sub(" ", text).strip()
     text = _CONTROLS.sub("", unicodedata.normalize("NFC", text))
     return _WHITESPACE.sub(" ", text).strip()
 
@@ -183,21 +186,34 @@ class PageTooDeep(ValueError):
 def parse_html(body: bytes, content_type: str | None) -> Any:
     """The document element of `body`, parsed after our own charset decision.
 
-    The text is re-encoded as UTF-8 and the parser told so, so a `<meta charset>` or XML
-    declaration inside the page cannot make libxml2 decode the bytes a second, different way.
+    The text is re-encoded as UTF-8 (bytes that already are valid UTF-8 go as they are) and the
+    parser told so, so a `<meta charset>` or XML declaration inside the page cannot make libxml2
+    decode the bytes a second, different way.
     Raises ValueError when there is no document at all.
     """
-    text = decode_text(body, content_type, "html")
-    text = _XML_DECLARATION_TEXT.sub("", text, count=1)
+    codec, skip = _detect(body, content_type, "html")
+    data = None  # the bytes for the parser when they are already the UTF-8 of the text
+    text = None
+    if not skip and codec in (_FALLBACK, "utf-8"):
+        try:
+            text = body.decode("utf-8")
+            data = body  # valid UTF-8: re-encoding the text would give these same bytes back
+        except UnicodeDecodeError:
+            pass
+    if text is None:
+        text = decode_text(body, content_type, "html")
+    declaration = _XML_DECLARATION_TEXT.match(text)
+    if declaration:
+        text, data = text[declaration.end():], None
     # A NUL is no character of any page: browsers drop it from the text (WHATWG "in body"),
     # where libxml2 would turn it into U+FFFD.
     if b"\x00" in body:  # (the bytes are searched: a memchr, where the text would cost a scan per page)
-        text = text.replace("\x00", "")
-    if not text.strip():
+        text, data = text.replace("\x00", ""), None
+    if not text or text.isspace():
         raise ValueError("the page is empty")
     parser = _html_parser()
     try:
-        root = html.document_fromstring(text.encode("utf-8"), parser=parser)
+        root = html.document_fromstring(text.encode("utf-8") if data is None else data, parser=parser)
     except etree.ParserError:
         raise ValueError("the page holds no HTML document") from None
     if any(error.type == _TOO_DEEP for error in parser.error_log):
