@@ -293,3 +293,12 @@ def test_failure_messages_say_what_is_wrong_in_words_not_python_class_names(body
     result = decode(Pin("html.web_extract", "1.1.0", {}), body, "text/html", URL)
     assert isinstance(result, DecodeFailure)
     assert result.message and not re.match(r"[A-Z][A-Za-z]*(Error|Exception)\b", result.message)
+
+
+def test_a_consent_box_is_dropped_by_its_words_but_a_recipe_about_cookies_is_not() -> None:
+    banner = ("<div class='bar'><p>This site uses cookies to remember your choices and measure visits.</p>"
+              "<button>OK</button></div>")
+    recipe = ("<div class='card'><h2>Oat cookies</h2><button>Print</button><p>Mix the oats, butter and sugar, "
+              "then bake the cookies for twelve minutes.</p></div>")
+    story = run({}, f"<html><body><main><h1>Baking</h1>{banner}{recipe}</main></body></html>").rows[0][1]
+    assert story == "Oat cookies\nMix the oats, butter and sugar, then bake the cookies for twelve minutes."

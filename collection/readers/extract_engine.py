@@ -184,8 +184,14 @@ def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
     return best
 
 
+# A box that says "cookie" is a consent banner only if it also asks for consent ("Chocolate chip
+# cookies" beside a Print button is a recipe).
+_CONSENT = re.compile(r"accept|agree|consent|allow|reject|polic|privacy|setting|preference|\buses?\b|"
+                      r"akzept|zustimm|einverstanden|datenschutz|accepter|refuser|aceptar|rechazar|accett|rifiut")
+
+
 def _cookie_boxes(body: Any) -> dict:
-    """A box with a button that talks about cookies is a consent banner, whatever its name:
+    """A box with a button that asks about cookies is a consent banner, whatever its name:
     the button's own box, or the one around its button group (never a bigger one, so a short
     page that merely holds the banner is not taken for it)."""
     found: dict = {}
@@ -199,7 +205,8 @@ def _cookie_boxes(body: Any) -> dict:
             text = box.text_content()
             if len(text) > 1000:
                 break
-            if "cookie" in text.lower():
+            lowered = text.lower()
+            if "cookie" in lowered and _CONSENT.search(lowered):
                 found[box] = 2
                 break
             box = box.getparent()
