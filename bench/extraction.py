@@ -35,6 +35,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 # The data lives beside the project (../shared/data); a worktree sits one level deeper.
 DEFAULT_DATA = next((base / "shared" / "data" / "article-extraction" for base in ROOT.parents
                      if (base / "shared" / "data" / "article-extraction").is_dir()),
@@ -139,25 +140,18 @@ def battery(extract: Callable[[bytes, str], str]) -> tuple[int, list[str]]:
 
 
 def speed(pages, repeat: int) -> tuple[float, float]:
-    """Best-of-N CPU seconds of ours (the Reader, metadata included) and of the bare parse, passes alternating:
-    CPU time of this process, so other work on a shared machine does not count, and what it disturbs (caches)
-    falls on both alike."""
+    """Best-of-N CPU seconds of ours (the Reader, metadata included) and of the bare parse."""
     from lxml import html
 
     from collection.readers.base import Pin, decode
 
     pin = Pin("html.web_extract", "1.1.0", {"metadata": ["published_at", "author", "description", "canonical_url",
                                                           "language"]})
-    bodies = [body for _, body, _, _ in pages]
-    functions = (lambda body: decode(pin, body, "text/html", "https://example.com/a"), html.fromstring)
-    best = [float("inf")] * 2
-    for _ in range(repeat):
-        for i, function in enumerate(functions):
-            started = time.process_time()
-            for body in bodies:
-                function(body)
-            best[i] = min(best[i], time.process_time() - started)
-    return best[0], best[1]
+    from readers import timed  # bench/readers.py: best of N CPU-second passes, alternating
+
+    reader, bare = timed((lambda body: decode(pin, body, "text/html", "https://example.com/a"), html.fromstring),
+                         [body for _, body, _, _ in pages], repeat)
+    return reader, bare
 
 
 def main(argv: list[str] | None = None) -> int:
