@@ -302,3 +302,11 @@ def test_a_consent_box_is_dropped_by_its_words_but_a_recipe_about_cookies_is_not
               "then bake the cookies for twelve minutes.</p></div>")
     story = run({}, f"<html><body><main><h1>Baking</h1>{banner}{recipe}</main></body></html>").rows[0][1]
     assert story == "Oat cookies\nMix the oats, butter and sugar, then bake the cookies for twelve minutes."
+
+
+def test_a_caption_is_the_story_of_a_picture_page_but_an_aside_beside_an_article() -> None:
+    figure = "<figure><img src='/m.jpg' alt=''><figcaption>The new footbridge over the Mill Race, seen from the east bank.</figcaption></figure>"
+    alone = run({}, f"<html><body><main><h1>Photo</h1>{figure}</main></body></html>").rows[0][1]
+    assert alone == "The new footbridge over the Mill Race, seen from the east bank."
+    article = run({}, f"<html><body><main><h1>Bridge</h1><p>{PROSE}</p>{figure}<p>{PROSE}</p></main></body></html>").rows[0][1]
+    assert article.split("\n") == [PROSE.strip(), PROSE.strip()]

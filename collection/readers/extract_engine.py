@@ -169,7 +169,11 @@ def main_text(root: Any) -> str:
     for element in removed:  # in the same order for the same page, so the text left behind is the same
         if element.getparent() is not None:
             _remove_keep_tail(element)
-    return _emit(container, blocks, owners)
+    # A caption describes a picture: beside an article's paragraphs it is an aside (and no
+    # article-extraction truth keeps it); on a page that is mostly the picture it is the story.
+    captions = not any(stats[0] >= _PROSE and stats[1] * 3 < stats[0] and block.tag != "figcaption"
+                       and container in chains[block] for block, stats in blocks.items())
+    return _emit(container, blocks, owners, captions)
 
 
 def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
@@ -404,16 +408,17 @@ def _blocks(body: Any, owners: dict) -> dict:
     return blocks
 
 
-def _emit(container: Any, blocks: dict, owners: dict) -> str:
+def _emit(container: Any, blocks: dict, owners: dict, captions: bool) -> str:
     lines: list[str] = []
     current: list[str] = []
     owner = None
     for text in container.xpath(".//text()"):
         block, _ = _block_of(text, owners)
         stats = blocks.get(block)
-        # Left out: link lists inside the story (related links, tags, share bars), and the
-        # <h1>, which is the page's title (its own column) rather than its story.
-        if stats is None or (stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP) or block.tag == "h1":
+        # Left out: link lists inside the story (related links, tags, share bars), the <h1>,
+        # which is the page's title (its own column) rather than its story, and captions beside prose.
+        if (stats is None or (stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP) or block.tag == "h1"
+                or not captions and block.tag == "figcaption"):
             continue
         if block is not owner or (text.is_tail and text.getparent().tag == "br"):
             if block is not owner and not text.strip():
