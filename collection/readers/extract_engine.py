@@ -253,9 +253,15 @@ def _value(block: Any, stats: list) -> float:
         return -length  # a link list: navigation, related stories, tags
     if length >= _PROSE and links * 3 < length or links * 2 <= length and _is_sentence(last, length, spaced):
         return length - links
-    if links * 3 < length and (block.tag in _FACTS or document):
+    if links * 3 < length and (document or block.tag in _FACTS and (spaced or _has_figure(last))):
         return (length - links) / 2
     return -links  # a heading, a label, a long paragraph with many links: neutral but for its links
+
+
+def _has_figure(text: str) -> bool:
+    """A fact of one word carries a figure ("£48.00", "06:42") or is in a script without spaces;
+    a lone token of letters ("Monday", "landscape-tablet") is a label."""
+    return not text.isascii() or any(character.isdigit() for character in text)
 
 
 def _is_sentence(last: str, length: int, spaced: bool) -> bool:
