@@ -328,13 +328,13 @@ def _is_boilerplate(element: Any) -> int:
     if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
         return 2
     names = f"{element.get('class') or ''} {element.get('id') or ''}"
-    if names == " " or element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody":
-        return 0
     strength = _NAMES.get(names)
     if strength is None:
-        strength = _name_strength(names)
+        strength = _name_strength(names) if names != " " else 0
         if len(_NAMES) < 50_000:
             _NAMES[names] = strength
+    if strength and (element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody"):
+        return 0
     return strength
 
 
