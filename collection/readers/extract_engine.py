@@ -25,12 +25,12 @@ Three steps, each cheap enough to keep the whole Reader within a few times the p
    one parent, each led by a linked headline) are set aside unless they hold the page's
    core: the element directly holding the most prose, where prose inside something named
    as boilerplate counts a tenth, so a short notice beats the long comments under it.
-   A dialog, a hidden element or a cookie notice (by name, or any box with a button that
-   talks about cookies) is dropped whatever it holds.
+   A dialog, a `display:none` element or a cookie notice (by name, or any small box with a
+   button that asks for consent to cookies) is dropped whatever it holds.
 3. Emit the container's blocks in document order, leaving out link lists, the <h1> (the
-   title, which is its own column) and lines that only label an ad slot. When no block has
-   any value (a page that is only a heading and a list of plain links), the container is
-   the page's `<main>`, else its body.
+   title, which is its own column), captions beside an article's paragraphs and lines that
+   only label an ad slot. When no block has any value (a page that is only a heading and a
+   list of plain links), the container is the page's `<main>`, else its body.
 
 Every rule is about the shape of a page, never about a particular site, and nothing here
 reads anything but the tree, so given bytes give the same story for as long as this file's
