@@ -142,7 +142,7 @@ def main_text(root: Any) -> str:
         strength.setdefault(grid, 1)
     # A boilerplate name around the page's <h1> or <main> names the layout ("with-sidebar",
     # "sticky-sidebar"), not a box beside the story: it does not damp.
-    for anchor in anchors:
+    for anchor in anchors[:8]:  # the page's own few; a hostile page may nest thousands
         for element in anchor.iterancestors():
             if strength.get(element) == 1:
                 del strength[element]
@@ -199,13 +199,15 @@ def _cookie_boxes(body: Any) -> dict:
     the button's own box, or the one around its button group (never a bigger one, so a short
     page that merely holds the banner is not taken for it)."""
     found: dict = {}
-    seen = set()
+    seen = set()  # each box's text is read once, however many buttons share it (a hostile page has thousands)
     for control in body.iter("button", "input"):
-        box = control.getparent()
-        if box is None or box in seen or control.tag == "input" and control.get("type") not in ("button", "submit"):
+        if control.tag == "input" and control.get("type") not in ("button", "submit"):
             continue
-        seen.add(box)
+        box = control.getparent()
         for _ in range(2):
+            if box is None or box in seen:
+                break
+            seen.add(box)
             text = box.text_content()
             if len(text) > 1000:
                 break
@@ -214,8 +216,6 @@ def _cookie_boxes(body: Any) -> dict:
                 found[box] = 2
                 break
             box = box.getparent()
-            if box is None:
-                break
     return found
 
 
