@@ -11,18 +11,12 @@ accepts, 2 for usage errors and unreadable files.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from collection.canonical import ordered_json
 from collection.discover.findings import dry_run
-from collection.recipe.registration import register_bytes
-
-
-def _fail(message: str, status: int) -> None:
-    click.echo(message, err=True)
-    sys.exit(status)
+from collection.commands.saved import recipe_and_page
 
 
 def _header(text: str) -> tuple[str, str]:
@@ -48,22 +42,8 @@ def command(recipe: str, file: str, url: str | None, media_type: str | None, hea
             source_name: str | None, as_json: bool) -> None:
     """Read saved listing FILE with the discovery settings of RECIPE and print what a run would list."""
     parsed_headers = tuple(_header(h) for h in headers)
-    try:
-        recipe_bytes = Path(recipe).read_bytes()
-        body = Path(file).read_bytes()
-    except OSError as exc:
-        _fail(f"cannot read {exc.filename}: {exc.strerror}", 2)
-    registration = register_bytes(recipe_bytes)
-    if not registration.registrable:
-        for refusal in registration.refusals:
-            click.echo(f"{recipe}: {refusal.code} at {refusal.pointer or '/'}: {refusal.message}", err=True)
-        sys.exit(1)
-    sources = [s for s in registration.sources if s.is_collection and (source_name is None or s.name == source_name)]
-    if not sources:
-        _fail(f"{recipe}: no collection source{' named ' + source_name if source_name else ''}", 2)
-    if len(sources) > 1:
-        _fail(f"{recipe}: several collection sources; choose one with --source ({', '.join(s.name for s in sources)})", 2)
-    collection = sources[0].collection
+    source, body = recipe_and_page(recipe, file, source_name, lambda s: s.is_collection, "")
+    collection = source.collection
     result = dry_run(collection.discovery, collection.pages.allowed_origins, body, url=url,
                      media_type=media_type, headers=parsed_headers)
     if as_json:
