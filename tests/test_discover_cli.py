@@ -120,6 +120,14 @@ def test_url_moves_link_resolution_and_pagination(tmp_path):
     assert report["stop"]["reason"] == "repeated_address"
 
 
+def test_url_of_a_later_numbered_page_continues_from_its_number(tmp_path):
+    """PAG-04: a saved page=5 is followed by page=6, not page=2."""
+    status, report = dry(tmp_path, WORDPRESS, "wordpress.json", "--url",
+                         "https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=5")
+    assert status == 0
+    assert report["next"] == ["https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=6"]
+
+
 @pytest.mark.parametrize("media,code", [("application/json", "media_type_refused")])
 def test_wrong_media_type_and_wrong_shape_are_refused(tmp_path, media, code):
     status, report = dry(tmp_path, HTML, "drupal.html", "--media-type", media)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from collection.discover import pagination as pg
 from collection.discover.common import DiscoveryShapeError, ListingResponse
 from collection.discover.driver import (
     ACCEPTED_MEDIA_TYPES,
@@ -109,7 +110,7 @@ def dry_run(config: DiscoveryConfig, allowed_origins, body: bytes, *, url: str |
             return DryRun(url, content_type, failure={"code": "url_invalid", "message": str(exc)})
         if first is None or first.url != url:
             state = replace(state, queue=((url, "listing"),), requested=state.requested | {url},
-                            stop=None, failure=None, diagnostics=())
+                            stop=None, failure=None, diagnostics=(), index=_numbered_index(config, url))
     elif first is None:
         return _report(state, config.url or "", content_type)
     target = url or first.url
@@ -124,6 +125,21 @@ def dry_run(config: DiscoveryConfig, allowed_origins, body: bytes, *, url: str |
     except DiscoveryShapeError as exc:
         return DryRun(target, content_type, failure={"code": exc.code, "message": exc.message})
     return _report(after, target, content_type)
+
+
+def _numbered_index(config: DiscoveryConfig, url: str) -> int:
+    """Which request of a numbered grammar `url` is (0 for the first), so the dry-run of a saved
+    `?page=5` names `page=6` as the next request; 0 when the address carries no number."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    grammar = config.pagination
+    if grammar.kind not in (pg.PAGE_PARAMETER, pg.OFFSET_PARAMETER):
+        return 0
+    values = [v for k, v in parse_qsl(urlsplit(url).query) if k == grammar.parameter]
+    if not values or not values[-1].isdigit():
+        return 0
+    step = grammar.step if grammar.kind == pg.OFFSET_PARAMETER else 1
+    return max(0, (int(values[-1]) - grammar.start) // max(1, step))
 
 
 def _report(state, url: str, content_type: str) -> DryRun:
