@@ -333,3 +333,47 @@ def test_dataset_source_names_are_distinct_and_refusals_point_inside():
 
 def test_empty_dataset_refused():
     assert codes_of(dataset([])) == ["SCHEMA_LENGTH"]
+
+
+def test_member_narrowed_schema_errors_equal_the_whole_document_validation():
+    """Registration hands jsonschema only the top-level members that fail their own fast check
+    (a refused recipe's cost); the refusals are exactly those of validating the whole document."""
+    import random
+
+    from collection.recipe import registration as R
+
+    def whole(document, kind):
+        for error in R._validator(kind).iter_errors(document):
+            yield list(error.absolute_path), error
+
+    def refusals(document, narrowed):
+        saved = R._schema_errors
+        if not narrowed:
+            R._schema_errors = whole
+        try:
+            return [(r.code, r.pointer, r.message, r.line, r.column) for r in register_document(document).refusals]
+        finally:
+            R._schema_errors = saved
+
+    base = example()
+
+    def paths(node, prefix=()):
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            yield prefix + (key,)
+            yield from paths(value, prefix + (key,))
+    every = list(paths(base))
+    rnd = random.Random(19)
+    values = [None, 0, -1, "x", "", [], {}, True, 10 ** 7, "https://A.example.com/", {"kind": "zzz"}, 1.5]
+    for _ in range(300):
+        document = copy.deepcopy(base)
+        for _ in range(rnd.randint(1, 4)):
+            path = rnd.choice(every)
+            node = document
+            try:
+                for key in path[:-1]:
+                    node = node[key]
+                node[path[-1]] = rnd.choice(values)
+            except (KeyError, IndexError, TypeError):
+                pass
+        assert refusals(document, True) == refusals(document, False), document

@@ -145,11 +145,43 @@ def _bound_text(schema: dict[str, Any], name: str) -> str:
     return f"{name} ≥ {low}" if low is not None else f"{name} ≤ {high}"
 
 
+@lru_cache(maxsize=None)
+def _member_checks() -> tuple[jsonschema.protocols.Validator, dict[str, tuple[Callable[[Any], bool], Any]]]:
+    """The source schema split at its top-level members: a validator of the envelope (type,
+    unknown and required members) and, per member, a fast check and a validator. Members are
+    independent at the top level, so only those that fail their own check are handed to
+    jsonschema, whose error reporting is what a refused recipe spends its time in."""
+    source = load_schema("source.schema.json")
+    registry = Registry().with_resource(source["$id"], Resource.from_contents(source))
+    envelope = {**source, "properties": {name: True for name in source["properties"]}}
+    members = {}
+    for name in source["properties"]:
+        ref = {"$ref": f"{source['$id']}#/properties/{escape_token(name)}"}
+        members[name] = (compile_check(ref, {source["$id"]: source}),
+                         jsonschema.Draft202012Validator(ref, registry=registry))
+    return jsonschema.Draft202012Validator(envelope, registry=registry), members
+
+
+def _schema_errors(document: Any, kind: str) -> Iterator[tuple[list[Any], Any]]:
+    """(absolute path, error) for every schema error, in jsonschema's own order."""
+    if kind != SOURCE or not isinstance(document, dict):
+        for error in _validator(kind).iter_errors(document):
+            yield list(error.absolute_path), error
+        return
+    envelope, members = _member_checks()
+    for error in envelope.iter_errors(document):
+        yield list(error.absolute_path), error
+    for name, (check, validator) in members.items():
+        if name in document and not check(document[name]):
+            for error in validator.iter_errors(document[name]):
+                yield [name, *error.absolute_path], error
+
+
 def _schema_refusals(document: Any, kind: str) -> Iterator[Refusal]:
     if _fast_check(kind)(document):
         return
-    for error in _validator(kind).iter_errors(document):
-        pointer = _to_pointer(error.absolute_path)
+    for path, error in _schema_errors(document, kind):
+        pointer = _to_pointer(path)
         schema = error.schema if isinstance(error.schema, dict) else {}
         keyword = error.validator
         name = _member_name(pointer)
@@ -169,7 +201,7 @@ def _schema_refusals(document: Any, kind: str) -> Iterator[Refusal]:
                                   f"{name} has no member {extra!r}; allowed: {', '.join(sorted(allowed))}",
                                   _rule_for(pointer, f"members of {name}: {', '.join(sorted(allowed))}"))
         elif keyword == "type":
-            message = _options_as_object(document, error.absolute_path, error.instance) \
+            message = _options_as_object(document, path, error.instance) \
                 or f"{name} must be of type {error.validator_value}"
             yield Refusal("SCHEMA_TYPE", pointer, message, _rule_for(pointer, f"{name} is {error.validator_value}"))
         elif keyword in ("enum", "const"):
