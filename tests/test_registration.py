@@ -335,9 +335,10 @@ def test_empty_dataset_refused():
     assert codes_of(dataset([])) == ["SCHEMA_LENGTH"]
 
 
-def test_member_narrowed_schema_errors_equal_the_whole_document_validation():
-    """Registration hands jsonschema only the top-level members that fail their own fast check
-    (a refused recipe's cost); the refusals are exactly those of validating the whole document."""
+def test_narrowed_schema_errors_equal_the_whole_document_validation():
+    """Registration hands jsonschema only the smallest parts of the document that fail their own
+    fast check (a refused recipe's cost); the refusals, their order and positions are exactly
+    those of validating the whole document."""
     import random
 
     from collection.recipe import registration as R
@@ -364,7 +365,8 @@ def test_member_narrowed_schema_errors_equal_the_whole_document_validation():
             yield from paths(value, prefix + (key,))
     every = list(paths(base))
     rnd = random.Random(19)
-    values = [None, 0, -1, "x", "", [], {}, True, 10 ** 7, "https://A.example.com/", {"kind": "zzz"}, 1.5]
+    values = [None, 0, -1, "x", "", [], {}, True, 10 ** 7, "https://A.example.com/", {"kind": "zzz"}, 1.5,
+              {"kind": "cursor"}, {"kind": "interval", "seconds": 5}]
     for _ in range(300):
         document = copy.deepcopy(base)
         for _ in range(rnd.randint(1, 4)):
@@ -373,7 +375,10 @@ def test_member_narrowed_schema_errors_equal_the_whole_document_validation():
             try:
                 for key in path[:-1]:
                     node = node[key]
-                node[path[-1]] = rnd.choice(values)
+                if rnd.random() < 0.2 and isinstance(node, dict):
+                    del node[path[-1]]
+                else:
+                    node[path[-1]] = copy.deepcopy(rnd.choice(values))
             except (KeyError, IndexError, TypeError):
                 pass
         assert refusals(document, True) == refusals(document, False), document

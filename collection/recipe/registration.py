@@ -145,36 +145,76 @@ def _bound_text(schema: dict[str, Any], name: str) -> str:
     return f"{name} ≥ {low}" if low is not None else f"{name} ≤ {high}"
 
 
+# Keywords of an object schema whose members can be checked one by one: nothing in it
+# relates one member to another (no allOf, if/then, dependent members).
+_SPLITTABLE = {"type", "additionalProperties", "required", "properties"}
+
+
 @lru_cache(maxsize=None)
-def _member_checks() -> tuple[jsonschema.protocols.Validator, dict[str, tuple[Callable[[Any], bool], Any]]]:
-    """The source schema split at its top-level members: a validator of the envelope (type,
-    unknown and required members) and, per member, a fast check and a validator. Members are
-    independent at the top level, so only those that fail their own check are handed to
-    jsonschema, whose error reporting is what a refused recipe spends its time in."""
+def _source_registry() -> tuple[dict[str, Any], Registry]:
     source = load_schema("source.schema.json")
-    registry = Registry().with_resource(source["$id"], Resource.from_contents(source))
-    envelope = {**source, "properties": {name: True for name in source["properties"]}}
-    members = {}
-    for name in source["properties"]:
-        ref = {"$ref": f"{source['$id']}#/properties/{escape_token(name)}"}
-        members[name] = (compile_check(ref, {source["$id"]: source}),
-                         jsonschema.Draft202012Validator(ref, registry=registry))
-    return jsonschema.Draft202012Validator(envelope, registry=registry), members
+    return source, Registry().with_resource(source["$id"], Resource.from_contents(source))
+
+
+@lru_cache(maxsize=None)
+def _part(pointer: str) -> tuple[Any, Callable[[Any], bool], jsonschema.protocols.Validator]:
+    """The source schema's subschema at `pointer` (a pure $ref followed), its fast check and a
+    validator for it."""
+    source, registry = _source_registry()
+    ref = {"$ref": f"{source['$id']}#{pointer}"}
+    schema: Any = source
+    for token in parse_pointer(pointer):
+        schema = schema[token]
+    while isinstance(schema, dict) and "$ref" in schema and schema["$ref"].startswith("#") \
+            and not {k for k in schema if k not in _ANNOTATION_KEYS and not k.startswith("x-")} - {"$ref"}:
+        pointer = schema["$ref"][1:]
+        schema = source
+        for token in parse_pointer(pointer):
+            schema = schema[token]
+    return (pointer, schema), compile_check(ref, {source["$id"]: source}), \
+        jsonschema.Draft202012Validator(ref, registry=registry)
+
+
+@lru_cache(maxsize=None)
+def _envelope(pointer: str) -> jsonschema.protocols.Validator:
+    """A validator of the object schema at `pointer` with every member accepted as it is: its
+    type, unknown and required members only."""
+    (_, schema), _, _ = _part(pointer)
+    _, registry = _source_registry()
+    envelope = {key: value for key, value in schema.items() if key in _SPLITTABLE}
+    envelope["properties"] = {name: True for name in schema.get("properties", {})}
+    return jsonschema.Draft202012Validator(envelope, registry=registry)
+
+
+_ANNOTATION_KEYS = {"title", "description", "examples", "default", "$comment", "$schema", "$id", "$defs"}
+
+
+def _narrowed_errors(pointer: str, instance: Any, path: list[Any]) -> Iterator[tuple[list[Any], Any]]:
+    """Schema errors of `instance` against the source schema's part at `pointer`, handing
+    jsonschema only the smallest parts that fail their fast check: a refused recipe's cost is
+    jsonschema's error reporting, so it should see the broken member, not the whole document."""
+    (resolved, schema), check, validator = _part(pointer)
+    if check(instance):
+        return
+    keys = {k for k in schema if k not in _ANNOTATION_KEYS and not k.startswith("x-")} if isinstance(schema, dict) else set()
+    if not isinstance(instance, dict) or not keys <= _SPLITTABLE or "properties" not in keys:
+        for error in validator.iter_errors(instance):
+            yield [*path, *error.absolute_path], error
+        return
+    for error in _envelope(resolved).iter_errors(instance):
+        yield [*path, *error.absolute_path], error
+    for name in schema["properties"]:
+        if name in instance:
+            yield from _narrowed_errors(f"{resolved}/properties/{escape_token(name)}", instance[name], [*path, name])
 
 
 def _schema_errors(document: Any, kind: str) -> Iterator[tuple[list[Any], Any]]:
-    """(absolute path, error) for every schema error, in jsonschema's own order."""
-    if kind != SOURCE or not isinstance(document, dict):
-        for error in _validator(kind).iter_errors(document):
-            yield list(error.absolute_path), error
+    """(absolute path, error) for every schema error."""
+    if kind == SOURCE:
+        yield from _narrowed_errors("", document, [])
         return
-    envelope, members = _member_checks()
-    for error in envelope.iter_errors(document):
+    for error in _validator(kind).iter_errors(document):
         yield list(error.absolute_path), error
-    for name, (check, validator) in members.items():
-        if name in document and not check(document[name]):
-            for error in validator.iter_errors(document[name]):
-                yield [name, *error.absolute_path], error
 
 
 def _schema_refusals(document: Any, kind: str) -> Iterator[Refusal]:
