@@ -194,10 +194,12 @@ def _narrowed_errors(pointer: str, instance: Any, path: list[Any]) -> Iterator[t
     jsonschema only the smallest parts that fail their fast check: a refused recipe's cost is
     jsonschema's error reporting, so it should see the broken member, not the whole document."""
     (resolved, schema), check, validator = _part(pointer)
-    if check(instance):
-        return
     keys = {k for k in schema if k not in _ANNOTATION_KEYS and not k.startswith("x-")} if isinstance(schema, dict) else set()
     if not isinstance(instance, dict) or not keys <= _SPLITTABLE or "properties" not in keys:
+        # A splittable part is never checked whole: its envelope and its members' own checks
+        # cover it, so each member is checked once however deep it sits.
+        if check(instance):
+            return
         for error in validator.iter_errors(instance):
             yield [*path, *error.absolute_path], error
         return
