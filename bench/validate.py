@@ -105,7 +105,7 @@ def formats(blobs: list[bytes], repeat: int, register_seconds: float) -> None:
                     blob = blob.replace(b'"retries": ', b'"retries": 9', 1).replace(b'"concurrency": 2',
                                                                                      b'"concurrency": 0')
                 Path(root, f"recipe_{i:05d}.json").write_bytes(blob)
-            print(f"validate --format F DIR, {label + ' (read, register, render)':<40} {'seconds':>8} {'recipes/s':>10}")
+            print(f"{'validate --format F DIR, ' + label:<58} {'seconds':>8} {'recipes/s':>10}")
             for name in FORMATS:
                 def once() -> None:
                     entries, status = validate_files(tuple(expand((root,))))
