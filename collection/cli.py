@@ -112,6 +112,7 @@ def cli() -> None:
 
 
 cli.add_lazy_command("decode", "collection.commands.decode:command")
+cli.add_lazy_command("discover", "collection.commands.discover:command")
 cli.add_lazy_command("explain", "collection.commands.explain:command")
 cli.add_lazy_command("validate", "collection.commands.validate:command")
 cli.add_lazy_command("robots-check", "collection.commands.robots_check:command")

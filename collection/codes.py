@@ -138,6 +138,8 @@ _ENTRIES = [
          "Point discovery.url at the listing itself, or choose the discovery kind that reads this type.", "D-59", "DISC-28", "DISC-29", "DISC-30", "DISC-31"),
     _reg("PROBE_RECORDS_NOT_ARRAY", "validate --probe: the first listing is not the declared shape (the records pointer names no array, or the root is not a sitemap).",
          "Correct records.pointer (RFC 6901; \"\" is the whole body).", "D-59", "REG-36", "D-13"),
+    _reg("PROBE_NO_LINKS", "validate --probe: the first listing was read but yielded no usable link (its records were dropped, or it held none), so a run would discover nothing.",
+         "Run `collection discover RECIPE SAVED_LISTING` on a saved copy: check that records.selector matches the <a> (or link.pointer names the link inside each record).", "D-59", "D-27"),
     _reg("DATASET_DUPLICATE_SOURCE_NAME", "Two sources of the dataset share one name.", "Give each source its own name.", "REG-05"),
     # --- run-level refusals ------------------------------------------------------------
     _run("COLLECTION_DISCOVERY_FAILED",

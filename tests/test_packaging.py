@@ -172,6 +172,10 @@ def test_every_subcommand_runs_from_the_pyz(built, version, tmp_path, workdir):
     res = run_pyz(python, pyz, ["validate", RECIPE.name], pex_root, workdir)
     assert res.returncode == 0, f"validate: {res.stdout}\n{res.stderr}"
 
+    # The clause texts ship inside the package (collection/clauses.md), so `explain REG-33` works.
+    res = run_pyz(python, pyz, ["explain", "REG-33"], pex_root, workdir)
+    assert res.returncode == 0 and res.stdout.startswith("REG-33"), res.stderr
+
     res = run_pyz(python, pyz, ["explain", "NO_SUCH_CODE"], pex_root, workdir)
     assert res.returncode == 2, "a usage error keeps exit code 2 through the pyz"
 

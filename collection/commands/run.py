@@ -127,6 +127,9 @@ def human_summary(record: dict) -> str:
         f"retry {req['retry']}, robots {req['robots']}), {record['bytes']} bytes, {_took(record)}",
         f"  coverage {ordered_json(cov)}",
     ]
+    warning = record.get("discovery", {}).get("warning")
+    if warning:
+        lines.insert(3, f"  warning: {warning}")
     for c in record["corrections"][:10]:
         lines.append(f"  corrected {c['page_id']} → revision {c['revision']}")
     if len(record["corrections"]) > 10:

@@ -63,13 +63,17 @@ def summarise(directory: str) -> dict | None:
         "pages": dict(states),
         "failures": {"by_class": dict(sorted(by_class.items())), "by_code": dict(sorted(by_code.items()))},
         "corrections": record["corrections"],
-        "next": advice(cov, record["truncated"], states, by_code) + robots_advice(record),
+        "discovery_warning": record.get("discovery", {}).get("warning"),
+        "next": advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"))
+        + robots_advice(record),
     }
 
 
-def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter) -> list[str]:
+def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warning: str | None = None) -> list[str]:
     """What to do next, most useful first (the human status ends with these lines)."""
-    out: list[str] = []
+    # A discovery that dropped records or found nothing comes first: "complete, nothing to
+    # do" would hide a selector that matches the heading instead of its link.
+    out: list[str] = [warning] if warning else []
     if cov["discovery_failure"]:
         out.append(f"discovery could not read {cov['discovery_failure']}: check that listing, then run again "
                    "(the pages listed before are kept)")

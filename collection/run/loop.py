@@ -41,6 +41,7 @@ from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED
 from collection.run.gcpause import paused_gc
 from collection.merge.ledger import MergeInvalid, check_ledger_header, read_ledger, write_ledger
 from collection.discover.common import ListingFailure, ListingResponse
+from collection.discover.findings import discovery_warning
 from collection.fetch.mediatypes import page_accepted
 from collection.merge.engine import merge, prepare
 from collection.recipe.model import Source
@@ -551,7 +552,11 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
                          "total": counts.charged},
             "bytes": counts.bytes,
             "discovery": {"stop_reason": discovery.stop_reason, "dropped_records": discovery.dropped_records,
-                          "diagnostics": list(discovery.diagnostics)},
+                          "diagnostics": list(discovery.diagnostics),
+                          "warning": discovery_warning(source.collection.discovery, discovered=len(discovery.pages),
+                                                       dropped=discovery.dropped_records,
+                                                       first_run=not predecessor.ledger,
+                                                       stop_reason=discovery.stop_reason)},
             "clock": "virtual" if shell.virtual else "system",
             "duration_seconds": round(clock.monotonic() - started_mono, 3),
             "wall_seconds": round(time.monotonic() - wall_start, 3),
