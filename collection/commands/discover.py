@@ -15,6 +15,7 @@ import sys
 import click
 
 from collection.canonical import ordered_json
+from collection.commands import examples
 from collection.discover.findings import dry_run
 from collection.commands.saved import recipe_and_page
 
@@ -26,7 +27,10 @@ def _header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-@click.command("discover")
+@click.command("discover", epilog=examples(
+    "collection discover recipe.json saved/listing-page-1.html --url https://www.example.gov/decisions?page=1",
+    "collection discover recipe.json saved/posts.json --header 'Link: <https://www.example.gov/wp-json/wp/v2/posts?page=2>; rel=\"next\"' --json",
+))
 @click.argument("recipe", type=click.Path(dir_okay=False))
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--url", default=None,
