@@ -1,4 +1,5 @@
-"""Discovery benchmark: a 50,000-URL sitemap (two shapes) and a 100-page JSON listing.
+"""Discovery benchmark: a 50,000-URL sitemap (two shapes), a 100-page JSON listing and an
+HTML index of 1,000,000 links.
 
 Each row (the listing parser, the whole discovery pass — parser + resolution +
 canonicalisation + origin checks + duplicates — and beside them the bare
@@ -12,7 +13,11 @@ subprocess, so one row's memory never shows in another's figure:
           counts libxml2's trees as well as Python's objects.
 --rounds rounds are run, interleaved, and medians printed; a ratio is taken within a
 round (same bytes, adjacent runs) before its median. Targets: the sitemap parser within
-2x the bare parse; peak memory at most 100 MiB.
+2x the bare parse; peak memory at most 100 MiB for the sitemap and JSON rows; for every
+listing kind, the whole discovery pass's peak at most 10x the bytes of the listing bodies
+(the HTML index row: one 1,000,000-link page, the shape of a large archive page; its bare
+baseline is lxml.html's whole-tree parse of the same bytes). The 1M-link rows are measured
+once per round (--repeat does not apply: one call takes seconds).
 
     .venv/bin/python bench/discovery.py [--repeat N] [--rounds R]
 """
@@ -31,6 +36,7 @@ import time
 import tracemalloc
 
 from lxml import etree
+from lxml import html as lxml_html
 
 from collection.discover.driver import DiscoveryConfig, ListingResponse, json_response, run_offline
 from collection.discover.json_index import JsonListingSpec, parse_json_listing
@@ -63,6 +69,13 @@ def pretty_sitemap_bytes(n: int = 50_000) -> bytes:
     return "".join(parts).encode()
 
 
+def html_index_bytes(n: int = 1_000_000) -> bytes:
+    parts = ["<!doctype html><html><head><title>All decisions</title></head><body><main>\n"]
+    parts.extend(f'<a href="/d/{i}">{i}</a>\n' for i in range(n))
+    parts.append("</main></body></html>\n")
+    return "".join(parts).encode()
+
+
 def json_pages(pages: int = 100, per_page: int = 100) -> dict[str, ListingResponse]:
     base = f"{HOST}/wp-json/wp/v2/decisions?per_page={per_page}"
     responses = {}
@@ -80,7 +93,8 @@ def json_pages(pages: int = 100, per_page: int = 100) -> dict[str, ListingRespon
     return responses
 
 
-def _rows() -> list[tuple[str, object]]:
+def _rows() -> list[tuple[str, object, int | None]]:
+    """(name, the call measured, bytes of listing body it reads or None for a parse-only row)."""
     sitemap = sitemap_bytes()
     pretty = pretty_sitemap_bytes()
     sitemap_url = f"{HOST}/sitemap.xml"
@@ -95,15 +109,26 @@ def _rows() -> list[tuple[str, object]]:
         "max_requests": 128})
     bodies = [r.body for r in pages.values() if r.status == 200]
     spec = JsonListingSpec("", "/link", "/id", "/modified")
+    html_body = html_index_bytes()
+    html_url = f"{HOST}/decisions/all"
+    html_config = DiscoveryConfig.from_mapping({"kind": "html_index", "url": html_url,
+                                                "records": {"selector": "main a"}})
+    html_response = {html_url: ListingResponse(html_url, 200, (("Content-Type", "text/html; charset=utf-8"),),
+                                               html_body)}
+    json_bytes = sum(len(b) for b in bodies)
     return [
-        ("sitemap 50k: lxml.etree.fromstring (bare)", lambda: etree.fromstring(sitemap)),
-        ("sitemap 50k: parse_sitemap (iterative)", lambda: parse_sitemap(sitemap)),
-        ("sitemap 50k: full discovery pass", lambda: run_offline(sitemap_config, [HOST], sitemap_response)),
-        ("indented + image:image: fromstring (bare)", lambda: etree.fromstring(pretty)),
-        ("indented + image:image: parse_sitemap", lambda: parse_sitemap(pretty)),
-        ("json 100 pages: json.loads (bare)", lambda: [json.loads(b) for b in bodies]),
-        ("json 100 pages: parse_json_listing", lambda: [parse_json_listing(b, spec) for b in bodies]),
-        ("json 100 pages: full discovery pass", lambda: run_offline(json_config, [HOST], pages)),
+        ("sitemap 50k: lxml.etree.fromstring (bare)", lambda: etree.fromstring(sitemap), None),
+        ("sitemap 50k: parse_sitemap (iterative)", lambda: parse_sitemap(sitemap), None),
+        ("sitemap 50k: full discovery pass", lambda: run_offline(sitemap_config, [HOST], sitemap_response),
+         len(sitemap)),
+        ("indented + image:image: fromstring (bare)", lambda: etree.fromstring(pretty), None),
+        ("indented + image:image: parse_sitemap", lambda: parse_sitemap(pretty), None),
+        ("json 100 pages: json.loads (bare)", lambda: [json.loads(b) for b in bodies], None),
+        ("json 100 pages: parse_json_listing", lambda: [parse_json_listing(b, spec) for b in bodies], None),
+        ("json 100 pages: full discovery pass", lambda: run_offline(json_config, [HOST], pages), json_bytes),
+        ("html 1M links: lxml.html parse (bare)", lambda: lxml_html.document_fromstring(html_body), None),
+        ("html 1M links: full discovery pass", lambda: run_offline(html_config, [HOST], html_response),
+         len(html_body)),
     ]
 
 
@@ -160,8 +185,8 @@ def measure(fn, repeat: int) -> dict[str, float]:
 
 
 def _one(index: int, repeat: int) -> None:
-    name, fn = _rows()[index]
-    print(json.dumps(measure(fn, repeat)))
+    name, fn, _ = _rows()[index]
+    print(json.dumps(measure(fn, 1 if name.startswith("html 1M") else repeat)))
 
 
 def main() -> None:
@@ -174,7 +199,9 @@ def main() -> None:
         _one(args.one, args.repeat)
         return
 
-    names = [name for name, _ in _rows()]
+    rows = _rows()
+    names = [name for name, _, _ in rows]
+    body_bytes = [size for _, _, size in rows]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     rounds: list[list[dict[str, float]]] = []
     for _ in range(args.rounds):
@@ -199,10 +226,18 @@ def main() -> None:
     print(f"ratio indented sitemap / bare:      {ratio(4, 3):5.2f}x")
     print(f"ratio json parser / bare loads:     {ratio(6, 5):5.2f}x")
     print(f"ratio json discovery / bare loads:  {ratio(7, 5):5.2f}x")
-    ours = [i for i, name in enumerate(names) if "(bare)" not in name]
+    print(f"ratio html 1M discovery / bare:     {ratio(9, 8):5.2f}x")
+    ours = [i for i, name in enumerate(names) if "(bare)" not in name and not name.startswith("html 1M")]
     worst = max(max(median(i, "traced"), median(i, "rss")) for i in ours)
-    print(f"worst peak of our rows (traced or rss growth): {worst:.1f} MiB  (target <= 100 MiB; "
+    print(f"worst peak of the sitemap and json rows (traced or rss growth): {worst:.1f} MiB  (target <= 100 MiB; "
           f"the bare parses are baselines)")
+    print("peak memory of a whole discovery pass / bytes of the listing bodies it read (target <= 10x):")
+    for i, size in enumerate(body_bytes):
+        if size:
+            peak = max(median(i, "traced"), median(i, "rss")) * 2**20
+            print(f"  {names[i]:<45} {size / 2**20:6.1f} MiB of listings   {peak / size:5.2f}x")
+    html_bare = max(median(8, "traced"), median(8, "rss")) * 2**20
+    print(f"  (baseline: lxml.html's whole tree of the 1M-link page alone is {html_bare / body_bytes[9]:5.2f}x)")
 
 
 if __name__ == "__main__":

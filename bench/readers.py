@@ -27,15 +27,16 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "article-extrac
 
 
 def timed(functions, bodies, repeat: int) -> list[float]:
-    """Best pass of each function; passes alternate, so load from other work on a shared
-    machine falls on the Reader and its baseline alike."""
+    """Best pass of each function in CPU seconds of this process (other work on a shared machine
+    does not count); passes alternate, so what that work disturbs (caches) falls on the Reader and
+    its baseline alike."""
     best = [float("inf")] * len(functions)
     for _ in range(repeat):
         for i, function in enumerate(functions):
-            started = time.perf_counter()
+            started = time.process_time()
             for body in bodies:
                 function(body)
-            best[i] = min(best[i], time.perf_counter() - started)
+            best[i] = min(best[i], time.process_time() - started)
     return best
 
 

@@ -85,7 +85,35 @@ def main() -> None:
         print(f"{label:<58} {seconds:8.3f} {n / seconds:10.0f}")
     print(f"ratio collection / plain jsonschema.validate: {plain / ours:.2f}× faster")
     print(f"target ≥ 2,000 recipes/s: {'met' if n / ours >= 2000 else 'NOT met'} ({n / ours:.0f}/s)")
+    formats(blobs, args.repeat, ours)
 
+
+def formats(blobs: list[bytes], repeat: int, register_seconds: float) -> None:
+    """`validate --format F DIR` end to end minus process start: the files read from a directory,
+    registered and rendered; once with the registrable recipes above (the target's workload) and
+    once with one in four refused (so the refusal path and the renderers do work)."""
+    import tempfile
+
+    from collection.commands.validate import expand, validate_files
+    from collection.commands.validate_formats import FORMATS, RENDERERS
+
+    n = len(blobs)
+    for label, refuse_every in (("all registrable", 0), ("one in four refused", 4)):
+        with tempfile.TemporaryDirectory() as root:
+            for i, blob in enumerate(blobs):
+                if refuse_every and i % refuse_every == refuse_every - 1:
+                    blob = blob.replace(b'"retries": ', b'"retries": 9', 1).replace(b'"concurrency": 2',
+                                                                                     b'"concurrency": 0')
+                Path(root, f"recipe_{i:05d}.json").write_bytes(blob)
+            print(f"{'validate --format F DIR, ' + label:<58} {'seconds':>8} {'recipes/s':>10}")
+            for name in FORMATS:
+                def once() -> None:
+                    entries, status = validate_files(tuple(expand((root,))))
+                    RENDERERS[name](entries, status == 0)
+                seconds = timed(once, repeat)
+                print(f"  --format {name:<48} {seconds:8.3f} {n / seconds:10.0f}"
+                      f"   ({register_seconds / seconds:.2f}× register_bytes alone; "
+                      f"target ≥ 2,000/s {'met' if n / seconds >= 2000 else 'NOT met'})")
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,20 @@ RFC 8785 (JCS) except for the ordering of keys outside the Basic Multilingual Pl
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+# JSON may escape a lone surrogate ("\\ud800") that no UTF-8 file can hold.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, as a UTF-8 decoder replaces a
+    broken sequence: what a listing or a page says becomes text that every state file,
+    the relation and the run record can hold (the Readers do the same)."""
+    if text.isascii():
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def canonical_json(value: Any) -> str:

@@ -1,7 +1,8 @@
 """The command line: `collection COMMAND ...`.
 
 Each command lives in its own module under `collection/commands/`; this module only
-assembles the group. Exit codes (GUIDE): 0 success, 1 refusal, 2 usage error.
+assembles the group. Exit codes (GUIDE): 0 success, 1 refusal, 2 usage error, 70 an
+internal error (`INTERNAL_ERROR`: a bug, never a traceback).
 
 Commands are registered lazily: `cli.add_lazy_command(NAME, "module:attribute")` imports
 the module only when NAME runs (or `collection NAME --help` is asked), and
@@ -20,6 +21,7 @@ import importlib.util
 import click
 
 from collection import __version__
+from collection.commands import examples
 
 
 def _version_text() -> str:
@@ -95,7 +97,13 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+             epilog=examples(
+                 "collection validate recipe.json",
+                 "collection run recipe.json --state /var/lib/collection/decisions",
+                 "collection status /var/lib/collection/decisions",
+                 "collection explain REQUEST_BUDGET_SUM",
+             ))
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,
               callback=lambda ctx, _p, v: (click.echo(_version_text()), ctx.exit(0)) if v else None,
               help="Print the version and the commit it was built from.")
@@ -104,6 +112,7 @@ def cli() -> None:
 
 
 cli.add_lazy_command("decode", "collection.commands.decode:command")
+cli.add_lazy_command("discover", "collection.commands.discover:command")
 cli.add_lazy_command("explain", "collection.commands.explain:command")
 cli.add_lazy_command("validate", "collection.commands.validate:command")
 cli.add_lazy_command("robots-check", "collection.commands.robots_check:command")
@@ -113,5 +122,18 @@ cli.add_lazy_command("status", "collection.commands.status:command")
 cli.add_lazy_command("conformance", "collection.commands.conformance:command")
 
 
+# A bug nobody planned for: the message names it with a code, and the exit status is
+# sysexits' EX_SOFTWARE, distinct from refusals (1) and usage errors (2). A run that dies
+# this way leaves the previous generation current (the one being written is abandoned).
+EXIT_INTERNAL_ERROR = 70
+
+
 def main() -> None:
-    cli(prog_name="collection")
+    try:
+        cli(prog_name="collection")
+    except Exception as exc:  # noqa: BLE001 - the last line of "never a traceback"
+        import sys
+
+        click.echo(f"INTERNAL_ERROR: {type(exc).__name__}: {exc} (a bug in collection; the previous "
+                   "generation is unchanged; please report this line with the command that gave it)", err=True)
+        sys.exit(EXIT_INTERNAL_ERROR)

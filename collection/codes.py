@@ -138,6 +138,8 @@ _ENTRIES = [
          "Point discovery.url at the listing itself, or choose the discovery kind that reads this type.", "D-59", "DISC-28", "DISC-29", "DISC-30", "DISC-31"),
     _reg("PROBE_RECORDS_NOT_ARRAY", "validate --probe: the first listing is not the declared shape (the records pointer names no array, or the root is not a sitemap).",
          "Correct records.pointer (RFC 6901; \"\" is the whole body).", "D-59", "REG-36", "D-13"),
+    _reg("PROBE_NO_LINKS", "validate --probe: the first listing was read but yielded no usable link (its records were dropped, or it held none), so a run would discover nothing.",
+         "Run `collection discover RECIPE SAVED_LISTING` on a saved copy: check that records.selector matches the <a> (or link.pointer names the link inside each record).", "D-59", "D-27"),
     _reg("DATASET_DUPLICATE_SOURCE_NAME", "Two sources of the dataset share one name.", "Give each source its own name.", "REG-05"),
     # --- run-level refusals ------------------------------------------------------------
     _run("COLLECTION_DISCOVERY_FAILED",
@@ -153,6 +155,13 @@ _ENTRIES = [
          "Cast it: cast(page_ordinal as integer), cast(page_fetched_at as timestamp with time zone).", "REF-08", "PROV-18", "D-49"),
     _run("STATE_LOCKED", "Another run holds the state directory's lock.",
          "Wait for that run to finish; a lock left by a killed run is cleared automatically."),
+    _run("INTERNAL_ERROR",
+         "The command met an error nobody planned for (a bug). It exits 70 with this code and one line naming the error, never a traceback; a run that ends this way leaves the previous generation current.",
+         "Report the line with the command that gave it.", "REF-04"),
+    _run("STATE_DAMAGED",
+         "The state directory is not as a run left it: `current` is not a symlink to a generation (a real directory, dangling, a loop), a generation file is missing or not a regular file (a FIFO), or run.json is truncated or lacks a member. The message names the file and what is wrong.",
+         "Run with --resync: the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts.",
+         "MERGE-01", "REF-04"),
     _run("GATE_UNAVAILABLE",
          "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, before the first request or during the run. Nothing was written; the previous generation is unchanged.",
          "Make the gate reachable (start Redis, fix the URL or the directory's permissions) and run again; use --gate none only for a run you know is alone.",
@@ -165,6 +174,11 @@ _ENTRIES = [
           "Check the page, or pin a family that reads this type.", "READ-06", "D-37"),
     _page("decode_error", ERROR, "The pinned Reader could not decode the page.", "Try the page with `collection decode`.", "READ-10", "MERGE-21"),
     _page("column_mismatch", ERROR, "The page decoded to columns other than the pin's.", "Check the Reader options against the page.", "READ-09", "MERGE-22"),
+    _page("story_not_found", ERROR,
+          "html.web_extract found no story on a page that shows text: only navigation, headings, link lists or boilerplate.",
+          "Try the page with `collection decode`; if it has a story, name it with a `story` selector.", "READ-10", "MERGE-21"),
+    _page("page_too_deep", ERROR, "The page nests elements deeper than the HTML parser reads (2048 levels), so part of it would be lost.",
+          "Check the page; no real page nests that deep.", "READ-10", "MERGE-21"),
     _page("robots_disallowed", BLOCKED, "robots.txt disallows this address for our product token; no request was made.",
           "Ask the origin's operator, or remove the page from the recipe.", "FETCH-22", "FETCH-23", "D-48"),
     _page("max_source_bytes", ERROR, "Fetching the page would pass limits.max_source_bytes.", "Raise limits.max_source_bytes.", "FETCH-14", "D-20"),
@@ -179,16 +193,31 @@ _ENTRIES = [
           "Record the fixture again, or add the exchange.", ),
     _page("skipped_origin", BLOCKED, "The address (or the place a redirect landed) is not https or not in allowed_origins; it is never fetched.",
           "Add the origin to allowed_origins if it belongs to the corpus.", "URL-09", "URL-10", "URL-13", "D-26"),
+    _page("http_status_invalid", ERROR, "The answer carried no usable HTTP status.", "Check the origin.", "D-62"),
+    _page("content_encoding_refused", ERROR,
+          "The body came in a content encoding the fetcher did not ask for (only gzip and deflate are asked for), so its bytes cannot be trusted as the page.",
+          "Ask the origin's operator to honour Accept-Encoding.", "D-30", "D-62"),
+    _page("partial_content_refused", ERROR,
+          "The origin answered 206 Partial Content to a request that asked for no range: the body is not the whole page.",
+          "Check the origin; the page is retried on the next run.", "FETCH-25", "D-62"),
+    _page("internal_error", ERROR,
+          "Handling this page raised an unexpected error; the page failed and is retried on the next run.",
+          "Report it with the run's log; nothing else in the run was affected.", "REF-13"),
     _page("waf_challenge", BLOCKED, "The origin answered with a bot challenge instead of the page.", "Ask the origin's operator.", "D-62"),
 ]
 
 CATALOGUE: dict[str, Code] = {entry.code: entry for entry in _ENTRIES}
 
-_HTTP_STATUS = re.compile(r"http_status_([1-5][0-9][0-9])\Z")
+# Any three-digit status a server can send names a code: http.client accepts 100-999 on the
+# status line, and publishers do answer outside RFC 9110's 100-599 (LinkedIn answers crawlers
+# with 999). Anything else a transport could report is `http_status_invalid`.
+_HTTP_STATUS = re.compile(r"http_status_([1-9][0-9][0-9])\Z")
 
 
 def http_status_code(status: int) -> str:
-    return f"http_status_{status}"
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 999:
+        return f"http_status_{status}"
+    return "http_status_invalid"
 
 
 def liveness_for_status(status: int) -> str:

@@ -274,3 +274,59 @@ def query_parameter_names(url: str) -> list[str]:
     from urllib.parse import parse_qsl
 
     return [name for name, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
+
+
+def origin_fix(text: str) -> tuple[tuple[str, ...], str | None]:
+    """Why `text` is not a canonical origin, cause by cause, and the canonical origin it most
+    likely means (None when no origin this source could use is meant: another port, a
+    numeric host). A canonical origin gives ((), text)."""
+    if is_canonical_origin(text):
+        return (), text
+    causes: list[str] = []
+    stripped = text.strip()
+    if stripped != text:
+        causes.append("it has surrounding whitespace")
+    scheme, sep, rest = stripped.partition("://")
+    if not sep:
+        causes.append("it has no https:// scheme")
+        scheme, rest = "https", stripped
+    elif scheme.lower() != "https":
+        causes.append(f"the scheme is {scheme}, and collections fetch only https")
+    elif scheme != "https":
+        causes.append("the scheme is not lowercase")
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    tail = rest[len(netloc):]
+    if tail == "/":
+        causes.append("it ends with a slash")
+    elif tail:
+        causes.append("it carries a path, query or fragment")
+    usable = True
+    if "@" in netloc:
+        causes.append("it carries userinfo")
+        netloc = netloc.rsplit("@", 1)[1]
+    host, colon, port = netloc.rpartition(":") if ":" in netloc and not netloc.endswith("]") else (netloc, "", "")
+    if colon:
+        if port == "443":
+            causes.append("it names the default port :443")
+        else:
+            causes.append(f"it names port {port}; collections reach only port 443")
+            usable = False
+    if host != host.lower():
+        causes.append("the host is not lowercase")
+    host = host.lower()
+    if host.endswith("."):
+        causes.append("the host ends with a dot")
+        host = host.rstrip(".")
+    try:
+        ascii_host = host.encode("idna").decode("ascii") if host else host
+    except UnicodeError:
+        ascii_host = None
+    if ascii_host is not None and ascii_host != host:
+        causes.append(f"the host is not written in ASCII (its punycode is {ascii_host})")
+    problem = host_problem(ascii_host) if ascii_host is not None else "invalid host name"
+    if problem is not None:
+        causes.append(f"{problem} {host!r}" if problem != "trailing dot in host" else problem)
+        usable = False
+    if not causes:
+        causes.append("it is not of the form https://<lowercase host>")
+    return tuple(causes), (f"https://{ascii_host}" if usable else None)

@@ -79,8 +79,16 @@ def _run(args) -> int:
     return 0 if outcome.ok else 1
 
 
+EXAMPLES = """examples:
+  python -m conformance check
+  python -m conformance --impl 'node my_harness.js' --report results.jsonl
+  collection conformance -k merge -j 2
+"""
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m conformance", description="The collection conformance suite.")
+    p = argparse.ArgumentParser(prog="python -m conformance", description="The collection conformance suite.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
     sub = p.add_subparsers(dest="command")
     sub.add_parser("check", help="lint the suite (schema, ids, clauses, exchanges, expectations)")
     c = sub.add_parser("clauses", help="list clauses without a case and the reason")

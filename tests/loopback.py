@@ -61,6 +61,9 @@ class Reply:
     ranges: honour `Range: bytes=a-b` (with If-Range against `etag`) and advertise it.
     etag: the ETag header value (also used for If-Range).
     handler: computes a Reply from the recorded request, for anything else.
+    interim: informational answers sent before this one, as (status, headers) pairs
+        (e.g. `103 Early Hints`).
+    head_drip: bytes per second for the status line and headers (None: all at once).
     """
 
     status: int = 200
@@ -79,6 +82,8 @@ class Reply:
     etag: str | None = None
     chunks: Iterable[bytes] | None = None
     handler: Callable[["Recorded"], "Reply"] | None = None
+    interim: tuple = ()
+    head_drip: float | None = None
 
 
 @dataclass(frozen=True)
@@ -280,15 +285,28 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.etag and not any(k.lower() == "etag" for k, _ in headers):
             headers.append(("ETag", reply.etag))
         chunked = reply.chunked or reply.endless or reply.chunks is not None
-        self.send_response_only(status)
-        for key, value in headers:
-            self.send_header(key, value)
+        for interim_status, interim_headers in reply.interim:
+            head = f"HTTP/1.1 {interim_status} Interim\r\n".encode("latin-1")
+            head += b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in interim_headers) + b"\r\n"
+            self._write(head, None)
         if chunked:
-            self.send_header("Transfer-Encoding", "chunked")
+            headers.append(("Transfer-Encoding", "chunked"))
         elif not any(k.lower() == "content-length" for k, _ in headers):
             length = reply.content_length if reply.content_length is not None else len(body)
-            self.send_header("Content-Length", str(length))
-        self.end_headers()
+            headers.append(("Content-Length", str(length)))
+        if reply.head_drip:
+            head = f"HTTP/1.1 {status} Trickled\r\n".encode("latin-1")
+            head += b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers) + b"\r\n"
+            try:
+                self._write(head, reply.head_drip)
+            except (ConnectionError, ssl.SSLError, OSError):
+                self.close_connection = True
+                return
+        else:
+            self.send_response_only(status)
+            for key, value in headers:
+                self.send_header(key, value)
+            self.end_headers()
         if rec.method == "HEAD":
             return
         try:

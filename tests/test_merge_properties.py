@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from collection.merge.planner import Revisit
@@ -79,8 +79,21 @@ def test_an_idle_refresh_writes_the_predecessor_bytes(history, revisit):
     assert again.cov.changed == 0 and again.result.corrections == ()
 
 
+# A page cut through by max_rows (D-52), then refetched unchanged with the clamp lifted: the
+# row it kept stays exactly as it was, provenance included (MERGE-14); only the missing row
+# comes from the new fetch (COV-25, COV-26). The merge once rewrote the kept row's fetch time.
+CLIPPED_THEN_RESTORED = [
+    {"listed": [], "publisher": {}, "max_fetches": 1, "max_rows": None, "revisit": Revisit(), "hints": {}, "seed": 0},
+    {"listed": ["a"], "publisher": {"a": ("ok", "v\r2", 2)}, "max_fetches": 1, "max_rows": 1, "revisit": Revisit(),
+     "hints": {}, "seed": 0},
+    {"listed": [], "publisher": {"a": ("ok", "v\r2", 2)}, "max_fetches": 1, "max_rows": None, "revisit": Revisit(),
+     "hints": {}, "seed": 0},
+]
+
+
 @SETTINGS
 @given(histories)
+@example(CLIPPED_THEN_RESTORED)
 def test_absence_never_deletes_and_failed_pages_keep_their_rows(history):
     for before, r, spec, _ in replay(history):
         old, new = rows_by_page(before), rows_by_page(r.state)

@@ -103,7 +103,8 @@ def run_pyz(python: str, pyz: Path, args: list[str], pex_root: Path, cwd: Path,
 def listed_commands(help_text: str) -> list[str]:
     """The subcommands a click group's --help lists under 'Commands:'."""
     _, _, tail = help_text.partition("\nCommands:\n")
-    return [m.group(1) for m in re.finditer(r"^  (\S+)", tail, re.M)]
+    section = tail.split("\n\n", 1)[0]          # the examples section follows after a blank line
+    return [m.group(1) for m in re.finditer(r"^  (\S+)", section, re.M)]
 
 
 @pytest.fixture
@@ -133,7 +134,7 @@ def test_pyz_carries_native_wheels_for_every_target(built):
         project, *_, py_tag, abi_tag, plat_tag = dist[:-len(".whl")].split("-")
         if plat_tag != "any":
             native.setdefault(project, set()).add(dist)
-    assert {"lxml", "rpds_py"} <= set(native), sorted(deps)
+    assert {"lxml", "rpds_py", "brotli", "zstandard"} <= set(native), sorted(deps)
     for project, wheels in native.items():
         for py in PYTHON_VERSIONS:
             tag = "cp" + py.replace(".", "")
@@ -170,6 +171,10 @@ def test_every_subcommand_runs_from_the_pyz(built, version, tmp_path, workdir):
 
     res = run_pyz(python, pyz, ["validate", RECIPE.name], pex_root, workdir)
     assert res.returncode == 0, f"validate: {res.stdout}\n{res.stderr}"
+
+    # The clause texts ship inside the package (collection/clauses.md), so `explain REG-33` works.
+    res = run_pyz(python, pyz, ["explain", "REG-33"], pex_root, workdir)
+    assert res.returncode == 0 and res.stdout.startswith("REG-33"), res.stderr
 
     res = run_pyz(python, pyz, ["explain", "NO_SUCH_CODE"], pex_root, workdir)
     assert res.returncode == 2, "a usage error keeps exit code 2 through the pyz"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from collection.readers.base import Decoded, DecodeFailure, Pin, decode
@@ -121,9 +123,24 @@ def test_the_engine_reads_the_article_even_under_a_boilerplate_name() -> None:
     assert run({}, page).rows[0][1] == f"{PROSE}One.\n{PROSE}Two."
 
 
-def test_pages_without_a_story_give_an_empty_story() -> None:
-    page = '<html><body><nav><a href="/">Home</a></nav><footer>Copyright</footer></body></html>'
-    assert run({}, page).rows[0][1] == ""
+def test_a_page_that_shows_text_but_no_story_fails_story_not_found_READ_10() -> None:
+    """Issue 18 item 4: an empty story on a page with text is a failed page an operator can find, not a row."""
+    for page in ('<html><body><nav><a href="/">Home</a></nav><footer>Copyright</footer></body></html>',
+                 '<html><body><h1>Only a heading</h1><ul><li><a href="/a">A link</a></li></ul></body></html>'):
+        result = run({}, page)
+        assert isinstance(result, DecodeFailure) and result.code == "story_not_found"
+
+
+def test_a_page_that_shows_no_text_gives_an_empty_story() -> None:
+    # Nothing on the page to miss (a script-only shell): an empty story is the truth, not a failure.
+    page = '<html><head><title>App</title></head><body><div id="root"></div><script>render()</script></body></html>'
+    assert run({}, page).rows[0] == ("App", "")
+
+
+def test_a_story_selector_matching_nothing_gives_an_empty_story() -> None:
+    # The recipe named the story; that it is absent from this page is the page's answer.
+    page = '<html><body><p>Some text that is not in an article element.</p></body></html>'
+    assert run({"selectors": {"story": "article"}}, page).rows[0][1] == ""
 
 
 METADATA = [
@@ -167,9 +184,9 @@ def test_selectors_per_field(selectors: dict, field: str, expected: str) -> None
 FOUND = [
     # a minimal page, the options, the expected row
     ("<html><head><title> Plain  title </title></head><body><p>x</p></body></html>", {}, ("Plain title",)),
-    ("<html><body><h1>Only &amp; heading</h1></body></html>", {}, ("Only & heading",)),
+    ("<html><body><h1>Only &amp; heading</h1><p>x</p></body></html>", {}, ("Only & heading",)),
     ("<html><body><p>x</p></body></html>", {"metadata": ["author", "language"]}, ("", None, "", "")),
-    ('<html lang="fr"><body><time datetime="2023-01-02">2 Jan</time><a rel="author" href="/a">Jo Bloggs</a></body></html>',
+    ('<html lang="fr"><body><time datetime="2023-01-02">2 Jan</time><a rel="author" href="/a">Jo Bloggs</a><p>x</p></body></html>',
      {"metadata": ["published_at", "author", "language"]}, ("", None, "2023-01-02", "Jo Bloggs", "fr")),
     ('<html><head><meta name="author" content="https://x.example/me"><meta name="byl" content="By Ann Lee">'
      '<link rel="Canonical" href="https://x.example/a?b=1"></head><body></body></html>',
@@ -209,3 +226,87 @@ def test_an_empty_body_is_a_decode_error_READ_10(body: bytes) -> None:
 def test_same_bytes_same_row() -> None:
     assert run({"metadata": ["author"]}) == run({"metadata": ["author"]})
     assert run({}, BLOG_PAGE) == run({}, BLOG_PAGE)
+
+
+# --- issue 18: short and structured pages, and the smaller defects ---------------------------------------------
+
+def test_a_two_paragraph_council_decision_inside_article_keeps_its_story() -> None:
+    """The issue's own example: paragraphs under 80 characters are prose, and the tie never goes to the <h1>."""
+    page = ("<html><head><title>Decision 2024/117</title></head><body><nav><a href='/'>Home</a> <a href='/d'>Decisions</a></nav>"
+            "<article><h1>Riverside car park tariffs</h1><p>Cabinet approved the new tariffs on 5 March.</p>"
+            "<p>They take effect on 1 April.</p></article></body></html>")
+    assert run({}, page).rows[0][1] == "Cabinet approved the new tariffs on 5 March.\nThey take effect on 1 April."
+
+
+def test_short_paragraphs_in_scripts_without_spaces_count_as_prose() -> None:
+    page = ("<html><body><nav><a href='/'>ホーム</a></nav><main><h1>休業のお知らせ</h1><p>市役所は12月29日から休業します。</p>"
+            "</main><div class='newsletter'><p>Sign up to hear about every change to council services, delivered every week to your inbox.</p></div>"
+            "</body></html>")
+    assert run({}, page).rows[0][1] == "市役所は12月29日から休業します。"
+
+
+def test_a_short_notice_beats_longer_comments_and_teasers_below_it() -> None:
+    comments = "".join(f"<li class='comment'><p>{PROSE}Comment {i}.</p></li>" for i in range(3))
+    teasers = "".join(f"<div><h3><a href='/n/{i}'>Another story {i}</a></h3><p>{PROSE}</p></div>" for i in range(3))
+    page = (f"<html><body><main><h1>Notice</h1><p>The hall is closed on Monday.</p>"
+            f"<ol class='comment-list'>{comments}</ol><div>{teasers}</div></main></body></html>")
+    assert run({}, page).rows[0][1] == "The hall is closed on Monday."
+
+
+def test_title_skips_an_svg_icons_title_when_the_heads_title_is_empty() -> None:
+    page = ("<html><head><title></title></head><body><a href='/'><svg><title>Logo icon</title></svg></a>"
+            "<h1>Bin collection days</h1><p>Collections move by one day after a bank holiday.</p></body></html>")
+    assert run({}, page).rows[0][0] == "Bin collection days"
+
+
+def test_raw_text_elements_never_leak_literal_markup() -> None:
+    page = ("<html><head><title>T</title></head><body><h1>Plan <noembed><b>x</b></noembed>consultation</h1><noframes><p>Use a frames browser</p></noframes>"
+            "<noembed><i>no plugin</i></noembed><xmp><b>bold</b></xmp>"
+            "<p>The consultation closes on 30 June, and responses will be published.</p></body></html>")
+    story, = run({"selectors": {"title": "h1"}}, page).rows[0][1:]
+    assert story == "The consultation closes on 30 June, and responses will be published."
+    assert run({"selectors": {"title": "h1"}}, page).rows[0][0] == "Plan consultation"
+
+
+def test_a_nul_in_the_page_is_dropped_not_replaced() -> None:
+    page = "<html><head><title>Caf\x00e</title></head><body><p>The caf\x00e opens at nine on weekdays from May onwards.</p></body></html>"
+    assert run({}, page).rows[0] == ("Cafe", "The cafe opens at nine on weekdays from May onwards.")
+
+
+@pytest.mark.parametrize("depth", [300, 2000])
+def test_content_nested_past_libxml2s_default_limit_is_read(depth: int) -> None:
+    page = ("<html><body>" + "<div>" * depth + "<p>The deep paragraph is still part of the story of this page.</p>"
+            + "</div>" * depth + "</body></html>")
+    result = run({}, page)
+    assert isinstance(result, Decoded) and "The deep paragraph is still part" in result.rows[0][1]
+
+
+def test_content_nested_past_the_parsers_limit_fails_page_too_deep() -> None:
+    page = "<html><body>" + "<div>" * 3000 + "<p>Lost text.</p>" + "</div>" * 3000 + "</body></html>"
+    for pin in (Pin("html.web_extract", "1.1.0", {}), Pin("html.tabular", "1.0.0", {"table": {"selector": "table", "columns": ["a"]}})):
+        result = decode(pin, page.encode(), "text/html", URL)
+        assert isinstance(result, DecodeFailure) and result.code == "page_too_deep"
+
+
+@pytest.mark.parametrize("body", [b"", b"   ", b"<html><body>" + b"<div>" * 3000 + b"</body></html>"])
+def test_failure_messages_say_what_is_wrong_in_words_not_python_class_names(body: bytes) -> None:
+    result = decode(Pin("html.web_extract", "1.1.0", {}), body, "text/html", URL)
+    assert isinstance(result, DecodeFailure)
+    assert result.message and not re.match(r"[A-Z][A-Za-z]*(Error|Exception)\b", result.message)
+
+
+def test_a_consent_box_is_dropped_by_its_words_but_a_recipe_about_cookies_is_not() -> None:
+    banner = ("<div class='bar'><p>This site uses cookies to remember your choices and measure visits.</p>"
+              "<button>OK</button></div>")
+    recipe = ("<div class='card'><h2>Oat cookies</h2><button>Print</button><p>Mix the oats, butter and sugar, "
+              "then bake the cookies for twelve minutes.</p></div>")
+    story = run({}, f"<html><body><main><h1>Baking</h1>{banner}{recipe}</main></body></html>").rows[0][1]
+    assert story == "Oat cookies\nMix the oats, butter and sugar, then bake the cookies for twelve minutes."
+
+
+def test_a_caption_is_the_story_of_a_picture_page_but_an_aside_beside_an_article() -> None:
+    figure = "<figure><img src='/m.jpg' alt=''><figcaption>The new footbridge over the Mill Race, seen from the east bank.</figcaption></figure>"
+    alone = run({}, f"<html><body><main><h1>Photo</h1>{figure}</main></body></html>").rows[0][1]
+    assert alone == "The new footbridge over the Mill Race, seen from the east bank."
+    article = run({}, f"<html><body><main><h1>Bridge</h1><p>{PROSE}</p>{figure}<p>{PROSE}</p></main></body></html>").rows[0][1]
+    assert article.split("\n") == [PROSE.strip(), PROSE.strip()]

@@ -117,7 +117,11 @@ CASES = [
     ("allowed_origins 8 accepted", "REG-20",
      set_(P + "/allowed_origins", ["https://www.example.com"] + [f"https://h{i}.example.com" for i in range(7)]), []),
     ("allowed_origins not empty", "REG-20", set_(P + "/allowed_origins", []), ["SCHEMA_LENGTH"]),
+    # One refusal per root cause (issue 19): the entry's own refusal names the fix, so the
+    # discovery origin it was meant to allow is not refused a second time.
     ("origin with trailing slash", "REG-21 D-40", set_(P + "/allowed_origins", ["https://www.example.com/"]),
+     ["ORIGIN_NOT_CANONICAL"]),
+    ("origin nowhere near the discovery origin", "REG-22", set_(P + "/allowed_origins", ["https://other.example.com/"]),
      ["ORIGIN_NOT_CANONICAL", "DISCOVERY_ORIGIN_NOT_ALLOWED"]),
     ("origin in upper case", "REG-21 D-40", set_(P + "/allowed_origins", ["https://www.example.com", "https://Other.example.com"]),
      ["ORIGIN_NOT_CANONICAL"]),
@@ -146,7 +150,7 @@ CASES = [
     ("min_interval 3601 refused", "REG-26", set_(P + "/min_interval_seconds", 3601), ["SCHEMA_BOUND"]),
     ("min_interval 0 refused", "REG-26", set_(P + "/min_interval_seconds", 0), ["SCHEMA_BOUND"]),
     ("min_interval 1.5 refused", "REG-26 REG-27", set_(P + "/min_interval_seconds", 1.5),
-     ["SCHEMA_TYPE", "JSON_FRACTIONAL_NUMBER"]),
+     ["JSON_FRACTIONAL_NUMBER"]),
     ("request_timeout 5 accepted", "REG-28", set_(P + "/request_timeout_seconds", 5), []),
     ("request_timeout 4 refused", "REG-28", set_(P + "/request_timeout_seconds", 4), ["SCHEMA_BOUND"]),
     ("request_timeout 121 refused", "REG-28", set_(P + "/request_timeout_seconds", 121), ["SCHEMA_BOUND"]),
@@ -329,3 +333,52 @@ def test_dataset_source_names_are_distinct_and_refusals_point_inside():
 
 def test_empty_dataset_refused():
     assert codes_of(dataset([])) == ["SCHEMA_LENGTH"]
+
+
+def test_narrowed_schema_errors_equal_the_whole_document_validation():
+    """Registration hands jsonschema only the smallest parts of the document that fail their own
+    fast check (a refused recipe's cost); the refusals, their order and positions are exactly
+    those of validating the whole document."""
+    import random
+
+    from collection.recipe import registration as R
+
+    def whole(document, kind):
+        for error in R._validator(kind).iter_errors(document):
+            yield list(error.absolute_path), error
+
+    def refusals(document, narrowed):
+        saved = R._schema_errors
+        if not narrowed:
+            R._schema_errors = whole
+        try:
+            return [(r.code, r.pointer, r.message, r.line, r.column) for r in register_document(document).refusals]
+        finally:
+            R._schema_errors = saved
+
+    base = example()
+
+    def paths(node, prefix=()):
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            yield prefix + (key,)
+            yield from paths(value, prefix + (key,))
+    every = list(paths(base))
+    rnd = random.Random(19)
+    values = [None, 0, -1, "x", "", [], {}, True, 10 ** 7, "https://A.example.com/", {"kind": "zzz"}, 1.5,
+              {"kind": "cursor"}, {"kind": "interval", "seconds": 5}]
+    for _ in range(300):
+        document = copy.deepcopy(base)
+        for _ in range(rnd.randint(1, 4)):
+            path = rnd.choice(every)
+            node = document
+            try:
+                for key in path[:-1]:
+                    node = node[key]
+                if rnd.random() < 0.2 and isinstance(node, dict):
+                    del node[path[-1]]
+                else:
+                    node[path[-1]] = copy.deepcopy(rnd.choice(values))
+            except (KeyError, IndexError, TypeError):
+                pass
+        assert refusals(document, True) == refusals(document, False), document

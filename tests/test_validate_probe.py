@@ -107,3 +107,21 @@ def test_probe_skips_explicit_discovery(loopback, tmp_path):
     code, report = probe(loopback, tmp_path, document)
     assert code == 0 and report["files"][0]["probes"] == []
     assert loopback.requests == []
+
+
+def test_probe_refuses_a_first_listing_with_no_usable_link(loopback, tmp_path):
+    """D-59, D-27: records whose link pointer names nothing would make a run discover 0."""
+    loopback.route("/robots.txt", Reply(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n"))
+    loopback.route(FIRST, Reply(200, JSON, json.dumps([{"id": 1, "url": "https://www.example.com/d/1"}]).encode()))
+    code, report = probe(loopback, tmp_path)
+    assert code == 1 and codes(report) == ["PROBE_NO_LINKS"]
+    refusal = report["files"][0]["refusals"][0]
+    assert refusal["pointer"] == "/collection/discovery/link/pointer"
+    assert "1 record dropped, no usable link at /link" in refusal["message"]
+
+
+def test_probe_refuses_an_empty_first_listing(loopback, tmp_path):
+    loopback.route("/robots.txt", Reply(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n"))
+    loopback.route(FIRST, Reply(200, JSON, b"[]"))
+    code, report = probe(loopback, tmp_path)
+    assert code == 1 and codes(report) == ["PROBE_NO_LINKS"]

@@ -11,48 +11,32 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from pathlib import Path
 
 import click
+
+from collection.commands import examples
 
 from collection.canonical import ordered_json
 from collection.readers import registry
 from collection.readers.base import DecodeFailure, Pin, decode
-from collection.recipe.registration import register_bytes
+from collection.commands.saved import recipe_and_page
 
 
-def _fail(message: str, status: int) -> None:
-    click.echo(message, err=True)
-    sys.exit(status)
-
-
-@click.command("decode")
+@click.command("decode", epilog=examples(
+    "collection decode recipe.json saved/decision-42.html --url https://www.example.gov/decisions/42",
+    "collection decode recipe.json saved/item.json --media-type application/json --json",
+))
 @click.argument("recipe", type=click.Path(dir_okay=False))
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--url", default="", help="The page's address (resolves relative links such as canonical_url).")
+@click.option("--url", default="", show_default=False, help="The page's address (resolves relative links such as canonical_url).")
 @click.option("--media-type", "media_type", default=None,
               help="The page's Content-Type; default: the first media type the pinned family takes.")
 @click.option("--source", "source_name", default=None, help="Which source of a dataset document to use.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"columns", "rows", "failure"} as JSON.')
 def command(recipe: str, file: str, url: str, media_type: str | None, source_name: str | None, as_json: bool) -> None:
     """Decode saved page FILE with the Reader pinned in RECIPE and print the rows."""
-    try:
-        recipe_bytes = Path(recipe).read_bytes()
-        body = Path(file).read_bytes()
-    except OSError as exc:
-        _fail(f"cannot read {exc.filename}: {exc.strerror}", 2)
-    registration = register_bytes(recipe_bytes)
-    if not registration.registrable:
-        for refusal in registration.refusals:
-            click.echo(f"{recipe}: {refusal.code} at {refusal.pointer or '/'}: {refusal.message}", err=True)
-        sys.exit(1)
-    sources = [s for s in registration.sources if s.reader is not None
-               and (source_name is None or s.name == source_name)]
-    if not sources:
-        _fail(f"{recipe}: no collection source{' named ' + source_name if source_name else ''} with a Reader pin", 2)
-    if len(sources) > 1:
-        _fail(f"{recipe}: several collection sources; choose one with --source ({', '.join(s.name for s in sources)})", 2)
-    reader = sources[0].reader
+    source, body = recipe_and_page(recipe, file, source_name, lambda s: s.reader is not None, " with a Reader pin")
+    reader = source.reader
     pin = Pin(reader.family_id, reader.family_version, reader.options)
     content_type = media_type if media_type is not None else registry.FAMILIES[pin.family_id].media_types[0]
     result = decode(pin, body, content_type, url)

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import click
 
+from collection.commands import examples
+
 from collection import codes
 from collection.canonical import canonical_json
 
 
-@click.command("explain")
+@click.command("explain", epilog=examples(
+    "collection explain REQUEST_BUDGET_SUM",
+    "collection explain COLLECTION_DISCOVERY_FAILED --json",
+))
 @click.argument("code")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as canonical JSON.")
 def command(code: str, as_json: bool) -> None:
     """Print what CODE means and how to fix it."""
     entry = codes.lookup(code)
+    if entry is None and _explain_clause(code, as_json):
+        return
     if entry is None:
         known = ", ".join(sorted(codes.CATALOGUE))
         raise click.UsageError(f"unknown code {code!r}; known codes: {known}, http_status_<nnn>")
@@ -28,3 +35,19 @@ def command(code: str, as_json: bool) -> None:
     click.echo(f"  Fix: {entry.fix}")
     if entry.clauses:
         click.echo(f"  Clauses: {', '.join(entry.clauses)}")
+
+
+def _explain_clause(identifier: str, as_json: bool) -> bool:
+    """A clause or decision ID cited in a message (REG-33, D-21): print its text."""
+    from collection import clauses
+
+    found = clauses.lookup(identifier)
+    if found is None:
+        return False
+    key, section, text = found
+    if as_json:
+        click.echo(canonical_json({"clause": key, "section": section, "text": text}))
+    else:
+        click.echo(f"{key} ({section})")
+        click.echo(f"  {text}")
+    return True

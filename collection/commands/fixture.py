@@ -18,6 +18,8 @@ from pathlib import Path
 
 import click
 
+from collection.commands import examples
+
 from collection.canonical import ordered_json
 
 
@@ -26,12 +28,18 @@ def _fail(message: str, status: int) -> None:
     sys.exit(status)
 
 
-@click.group("fixture")
+@click.group("fixture", epilog=examples(
+    "collection fixture check fixtures/council_decisions/council_decisions.fixture.json.gz --recipe fixtures/recipes/council_decisions.json",
+    "collection fixture import-warc crawl.warc.gz --out site.json.gz",
+))
 def group() -> None:
     """Check fixtures, and convert them to and from web archives (WARC)."""
 
 
-@group.command("check")
+@group.command("check", epilog=examples(
+    "collection fixture check fixtures/council_decisions/council_decisions.fixture.json.gz",
+    "collection fixture check site.json.gz --recipe recipe.json --json",
+))
 @click.argument("fixture", type=click.Path(dir_okay=False))
 @click.option("--recipe", default=None, type=click.Path(dir_okay=False),
               help="Also list what this recipe's runs would request that the fixture cannot answer.")
@@ -101,7 +109,10 @@ def _print_check(report: dict) -> None:
             click.echo(f"  note: {note}")
 
 
-@group.command("import-warc")
+@group.command("import-warc", epilog=examples(
+    "collection fixture import-warc crawl.warc.gz --out site.json.gz",
+    "collection fixture import-warc part-1.warc.gz part-2.warc.gz --out site.json.gz --json",
+))
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="The fixture to write (.gz: compressed).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported and skipped as JSON.")
@@ -129,7 +140,9 @@ def import_warc(files: tuple[str, ...], out: str, as_json: bool) -> None:
     sys.exit(0)
 
 
-@group.command("export-warc")
+@group.command("export-warc", epilog=examples(
+    "collection fixture export-warc site.json.gz --out site.warc.gz",
+))
 @click.argument("fixture", type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="The WARC to write (gzip per record).")
 def export_warc(fixture: str, out: str) -> None:

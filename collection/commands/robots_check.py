@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 
 import click
 
+from collection.commands import examples
+
 from collection.canonical import canonical_json
 from collection.fetch.robots import parse_robots
 
@@ -23,7 +25,10 @@ def path_and_query(url: str) -> str:
     return f"{path}?{parts.query}" if "?" in without_fragment else path
 
 
-@click.command("robots-check")
+@click.command("robots-check", epilog=examples(
+    "collection robots-check --robots robots.txt --agent collection https://www.example.gov/decisions/42",
+    "collection robots-check --robots robots.txt --agent collection --json https://www.example.gov/a https://www.example.gov/b",
+))
 @click.option("--robots", "robots_file", required=True,
               type=click.Path(exists=True, dir_okay=False, readable=True), help="The robots.txt file to read.")
 @click.option("--agent", required=True, help="The product token to match user-agent lines against.")
@@ -39,7 +44,10 @@ def command(robots_file: str, agent: str, as_json: bool, urls: tuple[str, ...]) 
     rules = parse_robots(data)
     verdicts = []
     for url in urls:
-        path = path_and_query(url)
+        try:
+            path = path_and_query(url)
+        except ValueError as error:         # urlsplit: 'https://[::1' is no address
+            raise click.UsageError(f"{url!r} is not an address: {error}") from None
         verdict = rules.verdict(agent, path)
         verdicts.append({"url": url, "path": path, "allowed": verdict.allowed,
                          "rule": verdict.rule, "line": verdict.line})

@@ -15,12 +15,15 @@ from pathlib import Path
 
 import click
 
+from collection.commands import examples
+
 from collection.canonical import ordered_json
 from collection.fetch.clock import SystemClock, VirtualClock
 from collection.fetch.egress import Egress, parse_resolve
 from collection.recipe.refusal import RefusedError
 from collection.run.loop import RunSettings, RunUsageError, Shell, execute, gate_refusal, load_plan
 from collection.store.generations import DEFAULT_KEEP, StateLocked
+from collection.fetch.transport import DEFAULT_INFO_URL, DEFAULT_TOKEN
 
 
 def _usage(message: str) -> None:
@@ -49,7 +52,6 @@ def _recording(transport, path: str, run_number: int, clock):
 
 def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None, resolve: tuple[str, ...],
                 token: str | None, info_url: str | None, gate: str | None = None) -> Shell:
-    from collection.fetch.transport import DEFAULT_INFO_URL, DEFAULT_TOKEN
 
     token = token or DEFAULT_TOKEN
     info_url = info_url or DEFAULT_INFO_URL
@@ -110,6 +112,14 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
     return Shell(clock, live_transport, lambda source: Egress(resolve_map), token, gate=shared_gate)
 
 
+def _took(record: dict) -> str:
+    """How long the run took. A replay's own clock is the recorded crawl's (virtual) time, which
+    says how long the publisher would have been busy, not how long the operator waited."""
+    if record["clock"] == "virtual":
+        return f"{record['duration_seconds']:.0f} s recorded, replayed in {record['wall_seconds']:.1f} s"
+    return f"{record['wall_seconds']:.1f} s"
+
+
 def human_summary(record: dict) -> str:
     cov = record["coverage"]
     req = record["requests"]
@@ -126,9 +136,12 @@ def human_summary(record: dict) -> str:
         f"  known {cov['known']}: pending {cov['pending']}, failed {cov['failed']}, skipped {cov['skipped']}; "
         f"{record['rows']} rows",
         f"  requests {req['total']} (listing {req['listing']}, page {req['page']}, redirect {req['redirect']}, "
-        f"retry {req['retry']}, robots {req['robots']}), {record['bytes']} bytes, {record['duration_seconds']} s",
+        f"retry {req['retry']}, robots {req['robots']}), {record['bytes']} bytes, {_took(record)}",
         f"  coverage {ordered_json(cov)}",
     ]
+    warning = record.get("discovery", {}).get("warning")
+    if warning:
+        lines.insert(3, f"  warning: {warning}")
     for c in record["corrections"][:10]:
         lines.append(f"  corrected {c['page_id']} → revision {c['revision']}")
     if len(record["corrections"]) > 10:
@@ -136,21 +149,27 @@ def human_summary(record: dict) -> str:
     return "\n".join(lines)
 
 
-@click.command("run")
+@click.command("run", epilog=examples(
+    "collection run fixtures/recipes/council_decisions.json --state /tmp/cd --replay fixtures/council_decisions/council_decisions.fixture.json.gz",
+    "collection run recipe.json --state /var/lib/collection/decisions --deadline 3600 --json",
+))
 @click.argument("recipe", type=click.Path(dir_okay=False))
 @click.option("--state", "state_dir", required=True, type=click.Path(file_okay=False),
               help="The state directory (created if missing); DIR/current names the latest generation.")
-@click.option("--resync", is_flag=True, help="Start from an empty ledger and relation and rediscover (OPS-05, D-61).")
+@click.option("--resync", is_flag=True, help="Start from an empty ledger and relation and rediscover the whole corpus.")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False),
               help="An action-plan JSON document; one carrying `schedule` is refused with RESYNC_REQUIRED.")
 @click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help="Stop choosing work after this many seconds and write what was fetched (D-60).")
+              help="Stop choosing work after this many seconds and write what was fetched.  [default: no deadline]")
 @click.option("--json", "as_json", is_flag=True, help="Print the run record (schemas/run-record.schema.json).")
 @click.option("--ca-bundle", type=click.Path(dir_okay=False), help="CA certificates to trust.")
 @click.option("--resolve", multiple=True, metavar="HOST:PORT:ADDR:PORT",
               help="Connect to ADDR:PORT for HOST:PORT, as curl --resolve (SNI and certificate keep the name).")
-@click.option("--user-agent-token", default=None, help="Product token of the User-Agent and of robots.txt (D-57).")
-@click.option("--user-agent-url", default=None, help="The https page the User-Agent names (OPS-10).")
+@click.option("--user-agent-token", default=None,
+              help=f"Product token of the User-Agent, also matched against robots.txt user-agent lines."
+                   f"  [default: {DEFAULT_TOKEN}]")
+@click.option("--user-agent-url", default=None,
+              help=f"The https page about this crawler that the User-Agent names.  [default: {DEFAULT_INFO_URL}]")
 @click.option("--keep", type=click.IntRange(min=1), default=DEFAULT_KEEP, show_default=True,
               help="Generations kept in the state directory.")
 @click.option("--log-json", is_flag=True, help="Log events as JSON lines on stderr.")

@@ -13,9 +13,11 @@ from collections import Counter
 
 import click
 
+from collection.commands import examples
+
 from collection.canonical import ordered_json
 from collection.merge.ledger import MergeInvalid, iter_ledger
-from collection.store.generations import LEDGER, RUN_RECORD, current_generation
+from collection.store.generations import LEDGER, StateDamaged, check_generation, read_record_file
 from collection.merge.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
 
 # What an operator does about a failure class (D-62).
@@ -27,23 +29,29 @@ _CLASS_ADVICE = {
 
 
 def summarise(directory: str) -> dict | None:
-    import json
+    """The summary of DIR's current generation; None before the first run. Raises
+    StateDamaged (pointer, files, run.json) or MergeInvalid (ledger.csv) naming the file."""
+    import csv
     import os
 
-    current = current_generation(directory)
+    current = check_generation(directory)
     if current is None:
         return None
-    with open(os.path.join(current, RUN_RECORD), "rb") as handle:
-        record = json.loads(handle.read())
+    record = read_record_file(directory, current)
     states: Counter = Counter({s: 0 for s in PAGE_STATES})
     by_class: Counter = Counter()
     by_code: Counter = Counter()
-    with open(os.path.join(current, LEDGER), newline="", encoding="utf-8") as handle:
-        for row in iter_ledger(handle):
-            states[row.state] += 1
-            if row.state in (FAILED, SKIPPED_ORIGIN) and row.failure_code:
-                by_code[row.failure_code] += 1
-                by_class[row.failure_class or "error"] += 1
+    try:
+        with open(os.path.join(current, LEDGER), newline="", encoding="utf-8") as handle:
+            for row in iter_ledger(handle):
+                states[row.state] += 1
+                if row.state in (FAILED, SKIPPED_ORIGIN) and row.failure_code:
+                    by_code[row.failure_code] += 1
+                    by_class[row.failure_class or "error"] += 1
+    except UnicodeDecodeError as exc:
+        raise MergeInvalid(f"not UTF-8 ({exc})", pointer=LEDGER, rule="D-02") from None
+    except csv.Error as exc:
+        raise MergeInvalid(f"not readable CSV ({exc})", pointer=LEDGER, rule="D-02") from None
     cov = record["coverage"]
     return {
         "state": os.path.abspath(directory),
@@ -56,13 +64,17 @@ def summarise(directory: str) -> dict | None:
         "pages": dict(states),
         "failures": {"by_class": dict(sorted(by_class.items())), "by_code": dict(sorted(by_code.items()))},
         "corrections": record["corrections"],
-        "next": advice(cov, record["truncated"], states, by_code),
+        "discovery_warning": record.get("discovery", {}).get("warning"),
+        "next": advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"))
+        + robots_advice(record),
     }
 
 
-def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter) -> list[str]:
+def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warning: str | None = None) -> list[str]:
     """What to do next, most useful first (the human status ends with these lines)."""
-    out: list[str] = []
+    # A discovery that dropped records or found nothing comes first: "complete, nothing to
+    # do" would hide a selector that matches the heading instead of its link.
+    out: list[str] = [warning] if warning else []
     if cov["discovery_failure"]:
         out.append(f"discovery could not read {cov['discovery_failure']}: check that listing, then run again "
                    "(the pages listed before are kept)")
@@ -149,20 +161,39 @@ def _source_line(entry: dict) -> str:
     return line
 
 
-@click.command("status")
+def robots_advice(record: dict) -> list[str]:
+    """D-66: a robots.txt that redirected outside allowed_origins blocked its whole origin."""
+    return [f"robots.txt of {entry['origin']} redirects to {entry['redirect']}, outside allowed_origins, so every "
+            f"page of {entry['origin']} was refused (D-66): add that origin to allowed_origins to follow it"
+            for entry in record.get("robots_unreachable") or ()
+            if isinstance(entry, dict) and {"origin", "redirect"} <= set(entry)]
+
+
+@click.command("status", epilog=examples(
+    "collection status /tmp/cd",
+    "collection status /var/lib/collection/decisions --json",
+))
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(directory: str, as_json: bool) -> None:
     """Summarise the state directory DIRECTORY: coverage, pages by state, what to do next."""
     try:
         summary = summarise(directory)
-    except (OSError, ValueError, KeyError, MergeInvalid) as exc:
+    except (StateDamaged, MergeInvalid) as exc:
+        # a damaged state directory: the code, the file and what is wrong (exit 2, as any
+        # unreadable state); `run --resync` sets the damaged generation aside
+        refusal = exc.to_refusal()
+        if as_json:
+            click.echo(ordered_json({"state": directory, "code": refusal.code, "message": refusal.message}))
+        click.echo(f"collection status: {directory}: {refusal.code}: {refusal.message}", err=True)
+        sys.exit(2)
+    except (OSError, ValueError, KeyError) as exc:
         click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
         sys.exit(2)
     if summary is None and os.path.isdir(directory):
         try:
             dataset = summarise_dataset(directory)
-        except (OSError, ValueError, KeyError, MergeInvalid) as exc:
+        except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged) as exc:
             click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
             sys.exit(2)
         if dataset is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import NamedTuple
 
-from collection.canonical import canonical_json
+from collection.canonical import canonical_json, valid_text
 
 MERGE_INVALID = "COLLECTION_MERGE_INVALID"
 
@@ -150,7 +150,9 @@ def scalar_text(value: object) -> str | None:
     if value is None or isinstance(value, (dict, list)):
         return None
     if isinstance(value, str):
-        return value or None
+        # a lone surrogate ("\\ud800") becomes U+FFFD here, where listing text enters
+        # discovery, so no id, link, hint or cursor can break a state file later
+        return valid_text(value) or None
     if isinstance(value, float):
         # json.loads only makes floats from fractions/exponents; canonical text is repr.
         return repr(value)

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Mapping
 
 from collection.discover import pagination as pg
+from collection.canonical import valid_text
 from collection.discover.common import (
     DiscoveryShapeError,
     ListingFailure,
@@ -241,7 +242,9 @@ class DiscoveryState:
     tokens: frozenset[str] = frozenset()         # cursor tokens used
     children: frozenset[str] = frozenset()       # sitemapindex children queued
     pages: tuple[ListedPage, ...] = ()
-    page_ids: frozenset[str] = frozenset()
+    # Owned by this state and never changed after it is made (a new state copies it): a
+    # frozenset copy of a million ids would double discovery's peak for nothing.
+    page_ids: AbstractSet[str] = frozenset()
     duplicates: int = 0
     dropped: int = 0
     diagnostics: tuple[str, ...] = ()
@@ -388,7 +391,7 @@ class DiscoveryState:
             seen.add(page_id)
             pages.append(ListedPage(page_id, url, revision, len(pages) + 1,
                                     unreachable_reason(url, self.allowed_origins)))
-        state = replace(self, pages=tuple(pages), page_ids=frozenset(seen), duplicates=duplicates,
+        state = replace(self, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
                         dropped=dropped, diagnostics=self._note(*notes) if notes else self.diagnostics)
         return state, not full
 
@@ -501,21 +504,22 @@ def start(config: DiscoveryConfig, allowed_origins, *, max_pages: int | None = N
         duplicates = dropped = 0
         notes: list[str] = []
         for member in config.members:
+            page_id = valid_text(member.page_id)      # as listing text: no lone surrogate
             try:
                 url = canonicalise(member.url)
             except UrlError as exc:
                 dropped += 1
-                notes.append(f"member {member.page_id!r}: {exc}")
+                notes.append(f"member {page_id!r}: {exc}")
                 continue
-            if member.page_id in seen:
+            if page_id in seen:
                 duplicates += 1
                 continue
             if max_pages is not None and len(pages) >= max_pages:
-                return replace(state, pages=tuple(pages), page_ids=frozenset(seen), duplicates=duplicates,
+                return replace(state, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
                                dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="max_pages")
-            seen.add(member.page_id)
-            pages.append(ListedPage(member.page_id, url, None, len(pages) + 1, unreachable_reason(url, allowed)))
-        return replace(state, pages=tuple(pages), page_ids=frozenset(seen), duplicates=duplicates,
+            seen.add(page_id)
+            pages.append(ListedPage(page_id, url, None, len(pages) + 1, unreachable_reason(url, allowed)))
+        return replace(state, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
                        dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="explicit")
     base = canonicalise(config.url or "")
     first = base

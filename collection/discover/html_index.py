@@ -7,13 +7,18 @@ fetched, and only the closed selector grammar reaches into it (DISC-04).
 from __future__ import annotations
 
 import codecs
+import io
 import re
 from dataclasses import dataclass
 
 from lxml import etree, html
 
-from collection.discover.common import ListingEntry, ParsedListing
+from collection.discover.common import ParsedListing
 from collection.readers.selectors import compile_selector
+
+# Past this many siblings to keep for a position test, pruning costs more walking than it
+# saves memory: such a selector keeps every sibling (the whole-tree reader's footprint).
+_PRUNE_LIMIT = 64
 
 _META_CHARSET = re.compile(rb"<meta[^>]{0,512}charset", re.IGNORECASE)
 
@@ -25,7 +30,7 @@ class HtmlListingSpec:
     next_selector: str | None = None
 
 
-def _parser(body: bytes, charset: str | None) -> html.HTMLParser:
+def _encoding(body: bytes, charset: str | None) -> str | None:
     encoding = None
     if charset:
         try:
@@ -36,7 +41,11 @@ def _parser(body: bytes, charset: str | None) -> html.HTMLParser:
         # Without a declared charset libxml2 guesses Latin-1; the web's default for a
         # listing that names none is UTF-8, and a wrong guess garbles non-ASCII paths.
         encoding = "utf-8"
-    return html.HTMLParser(encoding=encoding, no_network=True, huge_tree=False,
+    return encoding
+
+
+def _parser(body: bytes, charset: str | None) -> html.HTMLParser:
+    return html.HTMLParser(encoding=_encoding(body, charset), no_network=True, huge_tree=False,
                            remove_comments=True, remove_pis=True)
 
 
@@ -51,23 +60,86 @@ def parse_html(body: bytes, charset: str | None = None):
 
 
 def parse_html_listing(body: bytes, spec: HtmlListingSpec, charset: str | None = None) -> ParsedListing:
-    root = parse_html(body, charset)
-    if root is None:
+    if not body.strip():
         return ParsedListing()
-    matches = compile_selector(spec.records).select(root)
-    entries: list[ListingEntry] = []
+    records = compile_selector(spec.records)
+    following = compile_selector(spec.next_selector) if spec.next_selector is not None else None
+    if records.streamable and (following is None or following.streamable):
+        streamed = _streamed(body, spec, records, following, charset)
+        if streamed is not None:
+            return streamed
+    return _from_tree(body, spec, records, following, charset)
+
+
+def _collect(spec: HtmlListingSpec, matched_values: list, next_href) -> ParsedListing:
+    """The listing's columns straight from the matched attribute values (an index of a
+    million links would otherwise pass through a million entry objects on the way)."""
+    links: list[str] = []
     dropped: list[str] = []
-    for index, element in enumerate(matches):
-        value = element.get(spec.attribute)
+    for index, value in enumerate(matched_values):
         if value is None or not value.strip():
             # D-27: no usable link. An empty href would name the listing page itself.
             dropped.append(f"match {index}: no usable {spec.attribute!r} attribute")
             continue
-        entries.append(ListingEntry(value))
-    next_link = None
-    if spec.next_selector is not None:
-        found = compile_selector(spec.next_selector).select(root)
-        if found:
-            href = found[0].get("href")   # PAG-13: the first match's href, whatever link.attribute says
-            next_link = href if href is not None and href.strip() else None
-    return ParsedListing.of(entries, len(matches), tuple(dropped), next_link=next_link)
+        links.append(value)
+    nothing = (None,) * len(links)      # an HTML index states no page ids and no revisions
+    next_link = next_href if next_href is not None and next_href.strip() else None
+    return ParsedListing(tuple(links), nothing, nothing, len(matched_values), tuple(dropped), next_link=next_link)
+
+
+def _from_tree(body, spec, records, following, charset) -> ParsedListing:
+    root = parse_html(body, charset)
+    if root is None:
+        return ParsedListing()
+    values = [element.get(spec.attribute) for element in records.select(root)]
+    next_href = None
+    if following is not None:
+        found = following.select(root)
+        next_href = found[0].get("href") if found else None  # PAG-13: the first match's href
+    return _collect(spec, values, next_href)
+
+
+def _streamed(body, spec, records, following, charset) -> ParsedListing | None:
+    """The listing read as the parser goes, holding only the open elements and a few
+    preceding siblings of each: a million-link index would otherwise stand as a whole
+    libxml2 tree of about fifteen times its size (bench/discovery.py).
+
+    Each element is judged when it starts (document order, the same as `select` on the
+    whole tree); a streamable selector needs nothing that comes later. When it ends, its
+    content is dropped, and so are preceding siblings beyond the ones a `:first-child` or
+    `:nth-child(N)` test can still ask about. None when libxml2 cannot read the body as a
+    stream, for the whole-tree reader to decide."""
+    kept = max(records.siblings_kept, following.siblings_kept if following is not None else 0)
+    values: list[str | None] = []
+    next_href = None
+    want_next = following is not None
+    attribute = spec.attribute
+    try:
+        events = etree.iterparse(io.BytesIO(body), events=("start", "end"), html=True,
+                                 encoding=_encoding(body, charset), no_network=True, huge_tree=False,
+                                 remove_comments=True, remove_pis=True)
+        for event, element in events:
+            if event == "start":
+                if records.matches(element):
+                    values.append(element.get(attribute))
+                if want_next and following.matches(element):
+                    next_href = element.get("href")           # PAG-13: the first match's href
+                    want_next = False
+                continue
+            element.clear(keep_tail=False)
+            parent = element.getparent()
+            if parent is not None and kept <= _PRUNE_LIMIT:
+                # Siblings end in order and each end prunes, so `element` has at most kept + 1
+                # preceding siblings here: drop the oldest when it has that many. (The parser
+                # reads ahead of its events, so the parent may already hold later siblings;
+                # only preceding ones are counted.)
+                previous = element
+                for _ in range(kept + 1):
+                    previous = previous.getprevious()
+                    if previous is None:
+                        break
+                else:
+                    del parent[0]
+    except (etree.XMLSyntaxError, etree.ParserError, ValueError):
+        return None
+    return _collect(spec, values, next_href)

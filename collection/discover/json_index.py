@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from collection.canonical import valid_text
 from collection.discover.common import (
     DiscoveryShapeError,
     ListingEntry,
@@ -72,8 +73,8 @@ def read_json_document(doc: Any, spec: JsonListingSpec, url: str = "") -> Parsed
         if revision_tokens is not None:
             value = resolve_or(record, revision_tokens, None)
             # D-33 compares hints as strings; structured hints keep a stable text form.
-            revision = scalar_text(value) if not isinstance(value, (dict, list)) else json.dumps(
-                value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            revision = scalar_text(value) if not isinstance(value, (dict, list)) else valid_text(json.dumps(
+                value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
         entries.append(ListingEntry(link, page_id, revision))
     cursor = None
     if spec.cursor is not None:

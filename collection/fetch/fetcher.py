@@ -177,6 +177,25 @@ def parse_content_range(value: str | None) -> tuple[int, int, int] | None:
         return None
 
 
+# What the transport asks for (Accept-Encoding: gzip, deflate) and so can decode (D-30).
+DECODED_ENCODINGS = frozenset({"identity", "gzip", "x-gzip", "deflate"})
+
+
+def unrequested_body(status: int, headers: tuple[tuple[str, str], ...], ranged: bool) -> tuple[str, str] | None:
+    """(code, why) when a 2xx body is not the page we asked for, else None: a content
+    encoding we did not ask for (its digest and rows would be taken over compressed bytes),
+    or a `206 Partial Content` answering a request that named no range."""
+    encoding = header_value(headers, "Content-Encoding")
+    if encoding is not None:
+        tokens = [t.strip().lower() for t in encoding.split(",") if t.strip()]
+        unknown = [t for t in tokens if t not in DECODED_ENCODINGS]
+        if unknown:
+            return "content_encoding_refused", f"content encoding {', '.join(unknown)!r} was not asked for"
+    if status == 206 and not ranged:
+        return "partial_content_refused", "206 Partial Content to a request for the whole page"
+    return None
+
+
 def _failed(url: str, code: str, detail: str, **kw) -> FetchOutcome:
     return FetchOutcome(url, FAILED, failure_code=code, liveness=codes.liveness(code), detail=detail, **kw)
 
@@ -205,10 +224,18 @@ class _Tally:
     redirects: int = 0
     ranges: int = 0
     completed_at: float | None = None     # the last exchange's end, as its transport reported it
+    held: list = field(default_factory=list)   # responses not yet closed (released on a surprise)
 
     def ended(self, at: float | None) -> None:
         if at is not None:
             self.completed_at = at
+
+    def release_all(self) -> None:
+        for response in list(self.held):
+            try:
+                response.close()
+            except Exception:  # noqa: BLE001 - giving back the slot matters more than the socket
+                pass
 
 
 @dataclass
@@ -256,6 +283,8 @@ class Fetcher:
         # see (clock.py): time would stand still until the pool gave up.
         self._sending = self.pacer.sending
         self._robots: dict[str, _RobotsEntry] = {}
+        # origin → where its robots.txt redirected outside allowed_origins (D-66)
+        self.robots_unreachable: dict[str, str] = {}
         self._robots_lock = threading.Lock()
 
     # --- public ---------------------------------------------------------------------------
@@ -269,6 +298,11 @@ class Fetcher:
                                    detail=f"stopped: {stop.ceiling}")
         except _Fail as fail:
             outcome = _failed(spec.url, fail.code, fail.detail, status=fail.status)
+        except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
+            # Whatever went wrong is this page's failure (retried next run, counted in the
+            # run record), never a dead worker thread and a page left pending for ever.
+            tally.release_all()
+            outcome = _failed(spec.url, "internal_error", f"{type(exc).__name__}: {exc}")
         at = tally.completed_at if tally.completed_at is not None else self.clock.wall()
         return _with_tally(outcome, tally, at)
 
@@ -287,7 +321,14 @@ class Fetcher:
         try:
             if entry.rules is None:
                 robots_tally = _Tally()
-                entry.rules = self._fetch_robots(origin, robots_tally)
+                try:
+                    entry.rules = self._fetch_robots(origin, robots_tally)
+                except _Stop:
+                    raise                  # a ceiling, not robots.txt's answer: asked again later
+                except Exception:  # noqa: BLE001 - robots.txt that cannot be read: disallow all (D-58)
+                    robots_tally.release_all()
+                    from collection.fetch import robots as R
+                    entry.rules = R.DISALLOW_ALL
                 entry.completed_at = robots_tally.completed_at
                 delay = entry.rules.crawl_delay(self.token)
                 host = urlsplit(origin).hostname or ""
@@ -311,6 +352,12 @@ class Fetcher:
                 # refused by the robots.txt answer: the fetch ends when that answer did
                 entry = self._robots.get(urls.origin_of(current))
                 tally.ended(entry.completed_at if entry is not None else None)
+                origin = urls.origin_of(current)
+                if origin in self.robots_unreachable:
+                    raise _Fail("robots_disallowed",
+                                f"robots.txt of {origin} redirects to {self.robots_unreachable[origin]}, outside "
+                                "allowed_origins, so it counts as unreachable: disallow all (D-66); add that "
+                                "origin to allowed_origins to follow it")
                 raise _Fail("robots_disallowed", f"robots.txt disallows {current} for {self.token}")
             result = self._attempts(spec, current, cause, tally)
             if isinstance(result, FetchOutcome):
@@ -344,6 +391,11 @@ class Fetcher:
         is the natural end of a listing rather than a failure (docs/discovery.md)."""
         status, headers = response.status, response.headers
         parts: list[bytes] = []
+        if unrequested_body(200, headers, ranged=True) is not None:
+            response.close()
+            code = codes.http_status_code(status)
+            return FetchOutcome(spec.url, FAILED, final_url=url, status=status, headers=headers,
+                                failure_code=code, liveness=codes.liveness(code), detail=f"HTTP {status}")
         try:
             self._read(response, hashlib.sha256(), parts, None, charge=True, cap=ERROR_BODY_BYTES, retryable=False)
         except _Fail as fail:
@@ -435,6 +487,10 @@ class Fetcher:
                         self.pacer.gate_quietly("sent", lease)
             return written
 
+        # D-11: a total wall-clock limit per attempt, head included (the transport enforces
+        # it whatever the server trickles). The run's deadline stops choosing work (D-19);
+        # an attempt already in flight ends by this limit, so a run ends at most one
+        # request_timeout_seconds after its deadline (conformance case fetch-deadline).
         deadline = self.transport.monotonic() + self.request_timeout
         try:
             response = self.transport.send(Request(url, headers, target), deadline, before_write)
@@ -561,6 +617,10 @@ class Fetcher:
     # --- bodies -----------------------------------------------------------------------------
     def _body(self, spec: FetchSpec, url: str, response: "_Held", tally: _Tally) -> FetchOutcome:
         status, headers = response.status, response.headers
+        refused = unrequested_body(status, headers, ranged=False)
+        if refused is not None:
+            response.close()
+            raise _Fail(refused[0], refused[1], status)
         mt = media_type(response.header("Content-Type"))
         if spec.accepted and not accepts(response.header("Content-Type"), spec.accepted):
             response.close()   # refused before the body is read (DISC, D-37)
@@ -627,6 +687,10 @@ class Fetcher:
                 response = self._send(spec.kind, url, B.RANGE, tally, headers)
             except TransportError as exc:
                 raise _Fail(exc.code, f"range request failed: {exc}") from None
+            refused = unrequested_body(response.status, response.headers, ranged=True)
+            if refused is not None:
+                response.close()
+                raise _Fail(refused[0], refused[1], response.status)
             if response.status == 200:
                 if spec.accepted and not accepts(response.header("Content-Type"), spec.accepted):
                     response.close()
@@ -673,6 +737,12 @@ class Fetcher:
                 location = response.header("Location")
                 response.close()
                 verdict, target, _ = redirect_decision(current, location, robots_allowed, seen, 0)
+                if verdict == "skipped_origin":
+                    # D-66: following it would reach an address the allowlist forbids;
+                    # ignoring it would read "allow all". robots.txt is unreachable for
+                    # this origin in this run: disallow all, and say where it pointed.
+                    self.robots_unreachable[origin] = target or ""
+                    return R.DISALLOW_ALL
                 if verdict != "follow":
                     # RFC 9309 2.3.1.2: a robots.txt that cannot be reached by redirects is
                     # "unavailable", i.e. allow all.
@@ -702,6 +772,8 @@ class _Held:
         self._tally = tally
         self.status = response.status
         self.headers = response.headers
+        if tally is not None:
+            tally.held.append(self)
 
     def header(self, name: str) -> str | None:
         return self._response.header(name)
@@ -717,6 +789,8 @@ class _Held:
             finally:
                 on_close()
                 if self._tally is not None:
+                    if self in self._tally.held:
+                        self._tally.held.remove(self)
                     self._tally.ended(getattr(self._response, "completed_at", None))
 
 

@@ -2,7 +2,7 @@
 
 The fetcher (collection/fetch/fetcher.py) owns every decision — budgets, redirects, retries,
 ranges, caps, deadlines; a transport only moves bytes. Two transports implement it:
-`transport_urllib3.Urllib3Transport` (the network) and `transport_replay.ReplayTransport`
+`fetch.urllib3_transport.Urllib3Transport` (the network) and `recording.replay.ReplayTransport`
 (recorded exchanges on a virtual clock). A transport never follows a redirect, never
 retries and never sends a credential.
 

@@ -17,6 +17,8 @@ What it guarantees (FETCH-01, FETCH-02, FETCH-18, FETCH-24, GUIDE: Security):
 
 from __future__ import annotations
 
+import http.client
+import re
 import socket
 import threading
 import time
@@ -61,6 +63,82 @@ READ_GAP_SECONDS = 1.0
 # caller's thread, so a thread-local reaches the connection without touching the pool).
 _hooks = threading.local()
 
+# Interim (1xx) responses skipped before the final one; a server sending more is broken.
+MAX_INTERIM_RESPONSES = 16
+
+
+class _FinalResponse(http.client.HTTPResponse):
+    """http.client skips only `100 Continue`; any other interim answer (`103 Early Hints`)
+    would be taken for the response and the real one left unread on the socket. Skip every
+    1xx but `101` (a protocol switch we never ask for, so it stays the final status)."""
+
+    def _read_status(self):
+        for _ in range(MAX_INTERIM_RESPONSES + 1):
+            version, status, reason = super()._read_status()
+            if not (100 <= status < 200) or status == 101:
+                return version, status, reason
+            for _line in range(http.client._MAXHEADERS + 1):
+                line = self.fp.readline(http.client._MAXLINE + 1)
+                if len(line) > http.client._MAXLINE:
+                    raise http.client.LineTooLong("interim header line")
+                if line in (b"\r\n", b"\n", b""):
+                    break
+            else:
+                raise http.client.HTTPException("too many headers in an interim response")
+        raise http.client.HTTPException(f"more than {MAX_INTERIM_RESPONSES} interim responses")
+
+
+class _Watchdog:
+    """Ends an attempt at its wall-clock deadline whatever the server does.
+
+    A socket timeout bounds each read, not the attempt: a status line and headers trickled
+    one byte per second reset it on every byte, and urllib3 reads the head inside one call.
+    The watchdog shuts the connection's socket down when the attempt's deadline passes, so
+    the blocked read returns at once and the attempt fails as a timeout."""
+
+    def __init__(self, monotonic: Callable[[], float]):
+        self._monotonic = monotonic
+        self._cond = threading.Condition()
+        self._armed: dict[int, tuple[float, socket.socket]] = {}
+        self._serial = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float, sock: socket.socket) -> int:
+        with self._cond:
+            self._serial += 1
+            self._armed[self._serial] = (deadline, sock)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, daemon=True, name="collection-watchdog")
+                self._thread.start()
+            self._cond.notify()
+            return self._serial
+
+    def disarm(self, token: int | None) -> None:
+        if token is None:
+            return
+        with self._cond:
+            self._armed.pop(token, None)
+
+    def _watch(self) -> None:
+        with self._cond:
+            while True:
+                if not self._armed:
+                    self._thread = None      # the next arm starts a fresh one
+                    return
+                now = self._monotonic()
+                for token, (deadline, sock) in list(self._armed.items()):
+                    if deadline <= now:
+                        del self._armed[token]
+                        try:
+                            # the plain socket's shutdown: SSLSocket.shutdown would drop the
+                            # TLS object under a thread that is still reading from it
+                            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                wait = min((d for d, _ in self._armed.values()), default=now + 1.0) - now
+                # polled at least every 50 ms: the transport's clock may not be the system's
+                self._cond.wait(timeout=max(0.005, min(0.05, wait)))
+
 
 class _PinnedHTTPSConnection(HTTPSConnection):
     """An HTTPSConnection whose TCP socket goes to a fixed (address, port).
@@ -69,6 +147,8 @@ class _PinnedHTTPSConnection(HTTPSConnection):
     it and writes it in the Host header; only `_new_conn` (the socket) is redirected.
     """
 
+    response_class = _FinalResponse
+
     def __init__(self, *args, connect_address: tuple[str, int], **kwargs):
         super().__init__(*args, **kwargs)
         self._connect_address = connect_address
@@ -76,6 +156,10 @@ class _PinnedHTTPSConnection(HTTPSConnection):
     def request(self, *args, **kwargs):  # noqa: D401 - urllib3 hook
         # urlopen has connected (or reused a live connection) by now; what remains is
         # writing the request line, so this is the instant politeness must gate.
+        arm = getattr(_hooks, "arm", None)
+        if arm is not None and self.sock is not None:
+            _hooks.arm = None
+            arm(self.sock)
         hook = getattr(_hooks, "before_write", None)
         written = None
         if hook is not None:
@@ -124,14 +208,33 @@ def _classify(exc: BaseException) -> TransportError:
 DRAIN_LIMIT = 4096      # an unread body up to this size is read and dropped at close
 
 
+_FIELD_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")     # RFC 9110 token
+_BAD_VALUE_CHARS = re.compile("[\x00\r\n]")
+
+
+def received_headers(items) -> tuple[tuple[str, str], ...]:
+    """Header fields as the rest of the product may hold them (RFC 9110 §5.5): a CR, LF or
+    NUL inside a value is replaced by SP, and a field whose name is not a token is dropped
+    (http.client lets both through). A recording then writes only fields its own fixture
+    schema accepts, so every recording can be replayed."""
+    out = []
+    for name, value in items:
+        if not _FIELD_NAME.match(name):
+            continue
+        out.append((name, _BAD_VALUE_CHARS.sub(" ", value)))
+    return tuple(out)
+
+
 class _Response:
-    def __init__(self, resp: urllib3.HTTPResponse, deadline: float, monotonic: Callable[[], float]):
+    def __init__(self, resp: urllib3.HTTPResponse, deadline: float, monotonic: Callable[[], float],
+                 disarm: Callable[[], None] = lambda: None):
+        self._disarm = disarm
         self._resp = resp
         self._deadline = deadline
         self._monotonic = monotonic
         self._ended = False
         self.status = resp.status
-        self.headers = tuple((k, v) for k, v in resp.headers.items())
+        self.headers = received_headers(resp.headers.items())
 
     def header(self, name: str) -> str | None:
         return header_value(self.headers, name)
@@ -156,12 +259,16 @@ class _Response:
             # connection, so the body cannot continue.
             raise TransportError("timeout", f"read stalled: {exc}", retryable=True) from exc
         except Exception as exc:  # noqa: BLE001 - every failure becomes a classified code
+            if self._deadline - self._monotonic() <= 0:
+                raise TransportError("timeout", "attempt deadline passed while reading the body",
+                                     retryable=True) from exc
             raise _classify(exc) from exc
         if not data:
             self._ended = True
         return data
 
     def close(self) -> None:
+        self._disarm()
         if not self._ended:
             self._drain_small()
         if not self._ended:
@@ -196,6 +303,7 @@ class Urllib3Transport:
         self._gap = read_gap_seconds
         self._pools: dict[tuple[str, int, str, int], _PinnedPool] = {}
         self._lock = threading.Lock()
+        self._watchdog = _Watchdog(monotonic)
 
     def _pool(self, target: Target) -> _PinnedPool:
         key = (target.host, target.port, target.address, target.connect_port)
@@ -228,7 +336,13 @@ class Urllib3Transport:
         headers = {"User-Agent": self.user_agent, "Accept-Encoding": "gzip, deflate"}
         headers.update(request.headers)
         pool = self._pool(target)
+        armed: list[int] = []
         _hooks.before_write = before_write
+        _hooks.arm = lambda sock: armed.append(self._watchdog.arm(deadline, sock))
+
+        def disarm() -> None:
+            while armed:
+                self._watchdog.disarm(armed.pop())
         try:
             resp = pool.urlopen(
                 "GET", path, headers=headers, redirect=False, retries=False,
@@ -236,18 +350,25 @@ class Urllib3Transport:
                 release_conn=False, pool_timeout=remaining,
                 timeout=urllib3.Timeout(connect=remaining, read=remaining))
         except TransportError:
+            disarm()
             raise
         except Exception as exc:  # noqa: BLE001 - every failure becomes a classified code
-            if not isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
+            disarm()
+            if not isinstance(exc, (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException)):
                 raise  # the hook's own exceptions (e.g. the run deadline) pass through
+            if self._monotonic() >= deadline:
+                raise TransportError("timeout", "attempt deadline passed before the headers arrived",
+                                     retryable=True) from exc
             raise _classify(exc) from exc
         finally:
             _hooks.before_write = None
+            _hooks.arm = None
         if self._monotonic() >= deadline:
+            disarm()
             resp.close()
             resp.release_conn()
             raise TransportError("timeout", "attempt deadline passed before the headers arrived", retryable=True)
-        return _Response(resp, deadline, self._monotonic)
+        return _Response(resp, deadline, self._monotonic, disarm)
 
     def close(self) -> None:
         with self._lock:

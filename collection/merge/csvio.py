@@ -16,6 +16,20 @@ from typing import Iterable, Sequence, TextIO
 
 _CHUNK = 2048
 
+# Python's csv reader refuses a field over 131,072 characters by default, yet one page's
+# text (a 150 KB story) or a publisher's 200 KB id is written as one field: every later run
+# would die reading back what this one wrote. The bound is raised past anything a run can
+# write (a body is capped at 32 MiB decoded, a listing likewise), to the largest value every
+# platform's C long takes. csv's limit is process-wide; this only ever raises it.
+FIELD_LIMIT = 2**31 - 1
+
+
+def reader(stream: Iterable[str]):
+    """csv.reader over a state file, able to read back every field the writer wrote."""
+    if csv.field_size_limit() < FIELD_LIMIT:
+        csv.field_size_limit(FIELD_LIMIT)
+    return csv.reader(stream)
+
 
 class CsvWriter:
     def __init__(self, out: TextIO):

@@ -185,6 +185,7 @@ def merge(prepared: Prepared, results: Iterable[PageResult], predecessor_relatio
     by_page = _index_results(results, ledger)
     new: dict[str, LedgerRow] = dict(ledger)
     fresh: dict[str, list[list[str]]] = {}       # pages whose rows this run writes
+    restored: set[str] = set()                   # unchanged pages whose missing rows come back
     corrections: list[Correction] = []
     fetched = unchanged = changed = failed_now = 0
     failures_by_class: dict[str, int] = {}
@@ -220,6 +221,8 @@ def merge(prepared: Prepared, results: Iterable[PageResult], predecessor_relatio
             unchanged += 1                                # MERGE-13; rows stay verbatim (MERGE-14)
             # unless rows went missing (clamp, D-55): restore them, same revision (COV-26)
             write = row.state == PENDING or not _rows_complete(row, prepared.relation_rows.get(page_id, 0))
+            if write:
+                restored.add(page_id)
         else:
             changed += 1                                  # MERGE-16..19
             revision, previous = row.revision + 1, row.content_sha256
@@ -241,7 +244,8 @@ def merge(prepared: Prepared, results: Iterable[PageResult], predecessor_relatio
 
     writer = CsvWriter(out)
     writer.writerow(relation_columns(reader_columns))
-    written, clipped = _write_clamped(writer, _joined(predecessor_relation, reader_columns, fresh), max_rows)
+    written, clipped = _write_clamped(writer, _joined(predecessor_relation, reader_columns, fresh, restored),
+                                      max_rows)
     for page_id in clipped:
         if new[page_id].state == FETCHED:
             new[page_id] = replace(new[page_id], state=PENDING)   # COV-23
@@ -271,12 +275,15 @@ def merge(prepared: Prepared, results: Iterable[PageResult], predecessor_relatio
 
 
 def _joined(predecessor: Iterable[str], reader_columns: Sequence[str],
-            fresh: Mapping[str, list[list[str]]]) -> Iterator[tuple[str, list[list[str]]]]:
+            fresh: Mapping[str, list[list[str]]],
+            restored: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[str, list[list[str]]]]:
     """Merge-join of the predecessor's pages with this run's fresh pages, by page_id.
 
     A page with fresh rows takes them and drops its predecessor rows; every other page
     keeps its predecessor rows as they were, so unchanged, failed, skipped and unlisted
-    pages survive (MERGE-14, MERGE-24, MERGE-25).
+    pages survive (MERGE-14, MERGE-24, MERGE-25). A `restored` page answered unchanged
+    but had rows missing (a clamp, D-55): the rows it still has stay exactly as they were,
+    provenance included (MERGE-14), and only the missing ones come from this fetch (COV-25).
     """
     fresh_pages = ((pid, 1, rows) for pid, rows in sorted(fresh.items()))
     old_pages = ((pid, 0, rows) for pid, rows in iter_pages(predecessor, reader_columns))
@@ -285,6 +292,8 @@ def _joined(predecessor: Iterable[str], reader_columns: Sequence[str],
     for pid, is_fresh, rows in heapq.merge(old_pages, fresh_pages, key=lambda t: (t[0], t[1])):
         if pending_pid is not None and pid != pending_pid:
             yield pending_pid, pending_rows
+        elif is_fresh and pid == pending_pid and pid in restored:
+            rows = pending_rows + rows[len(pending_rows):]   # same digest: the old rows are its prefix
         pending_pid, pending_rows = pid, rows   # a fresh page sorts after its old self and wins
     if pending_pid is not None:
         yield pending_pid, pending_rows

@@ -12,10 +12,10 @@ Callers open files with `newline=""` and `encoding="utf-8"`; this module never o
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, TextIO
 
+from collection.merge import csvio
 from collection.merge.csvio import CsvWriter
 from collection.merge.states import PAGE_STATES
 
@@ -109,11 +109,18 @@ def _row_to_fields(r: LedgerRow) -> list[str]:
     ]
 
 
+_MAX_DIGITS = 18      # below 2**63: what any counter, revision or ordinal can reach
+
+
 def _int(text: str, name: str, line: int, *, optional: bool = False) -> int | None:
     if optional and text == "":
         return None
     if not text.isascii() or not text.isdigit():
-        raise MergeInvalid(f"ledger column {name} holds {text!r}, not a whole number",
+        raise MergeInvalid(f"ledger column {name} holds {text[:40]!r}, not a whole number",
+                           pointer="ledger.csv", rule="D-01", line=line)
+    if len(text) > _MAX_DIGITS:
+        # int() would refuse (or crawl through) thousands of digits; no count gets near this
+        raise MergeInvalid(f"ledger column {name} holds a {len(text)}-digit number, more than any count",
                            pointer="ledger.csv", rule="D-01", line=line)
     return int(text)
 
@@ -124,7 +131,7 @@ def check_ledger_header(stream: Iterable[str]) -> MergeInvalid | None:
     Reads the header row and the first data row (for the version value); an empty
     stream is an empty ledger, which every run accepts (MERGE-02).
     """
-    reader = csv.reader(stream)
+    reader = csvio.reader(stream)
     header = next(reader, None)
     if header is None:
         return None
@@ -140,7 +147,7 @@ def check_ledger_header(stream: Iterable[str]) -> MergeInvalid | None:
 
 def iter_ledger(stream: Iterable[str]) -> Iterator[LedgerRow]:
     """The rows of a ledger, checked; raises MergeInvalid on any contradiction."""
-    reader = csv.reader(stream)
+    reader = csvio.reader(stream)
     header = next(reader, None)
     if header is None:
         return

@@ -15,9 +15,12 @@ FAILED = "failed"
 SKIPPED_ORIGIN = "skipped_origin"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ListedPage:
-    """One page as this run's discovery listed it, after duplicates collapsed on page_id."""
+    """One page as this run's discovery listed it, after duplicates collapsed on page_id.
+
+    Slotted: an index may list a million of these, and a per-instance dict would cost
+    more than the page's own address (bench/discovery.py, the HTML index row)."""
 
     page_id: str
     url: str                      # canonical (URL-02 to URL-08)

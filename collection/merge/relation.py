@@ -11,11 +11,11 @@ Callers open files with `newline=""` and `encoding="utf-8"`; this module never o
 
 from __future__ import annotations
 
-import csv
 from itertools import groupby
 from typing import Iterable, Iterator, Sequence
 
 from collection.merge.ledger import MergeInvalid
+from collection.merge import csvio
 from collection.merge.csvio import CsvWriter
 
 PROVENANCE_COLUMNS = (
@@ -48,7 +48,7 @@ def check_relation_header(stream: Iterable[str], reader_columns: Sequence[str]) 
 
     Reads the header row only. An empty stream is the empty relation of a full run.
     """
-    header = next(csv.reader(stream), None)
+    header = next(csvio.reader(stream), None)
     if header is None or tuple(header) == relation_columns(reader_columns):
         return None
     return _invalid("the predecessor relation's columns are not the pin's columns followed by the "
@@ -67,7 +67,7 @@ def iter_pages(stream: Iterable[str], reader_columns: Sequence[str], *,
     Raises MergeInvalid on a wrong header or a page_id out of order; with `check_rows`,
     also on a row of the wrong width or ordinals that are not 1, 2, 3 … in order.
     """
-    reader = csv.reader(stream)
+    reader = csvio.reader(stream)
     header = next(reader, None)
     if header is None:
         return

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from collection.readers import registry
-from collection.readers.text import media_type
+from collection.readers.text import PageTooDeep, media_type
 
 Rows = tuple[tuple[str, ...], ...]
 
@@ -44,7 +44,7 @@ class Decoded:
 
 @dataclass(frozen=True)
 class DecodeFailure:
-    code: str        # decode_error, column_mismatch or media_type_refused (codes.py)
+    code: str        # decode_error, column_mismatch, media_type_refused, story_not_found, page_too_deep (codes.py)
     message: str
 
 
@@ -94,10 +94,14 @@ def decode(pin: Pin, body: bytes, content_type: str | None, url: str) -> Decoded
         rows = _READERS[pin.family_id](pin.options, bytes(body), content_type or "", url)
     except ReaderFailure as failure:
         return DecodeFailure(failure.code, failure.message)
+    except PageTooDeep as error:
+        return DecodeFailure("page_too_deep", str(error))
     except RecursionError:
         return DecodeFailure("decode_error", "the page nests too deeply to decode")
+    except ValueError as error:  # the Readers' own "what is wrong", in words (the page is empty, not JSON, ...)
+        return DecodeFailure("decode_error", str(error) or "the page could not be decoded")
     except Exception as error:  # READ-10: a decode that raises fails the page, never the run
-        return DecodeFailure("decode_error", f"{type(error).__name__}: {error}")
+        return DecodeFailure("decode_error", f"the Reader stopped on something in this page it does not handle ({error})")
     for row in rows:
         if len(row) != len(declared) or not all(isinstance(cell, str) for cell in row):
             return DecodeFailure("column_mismatch",

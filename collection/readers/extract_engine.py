@@ -1,21 +1,36 @@
 """Main-text extraction for `html.web_extract` (pure, one lxml tree, no third-party extractor).
 
 `main_text(root)` returns the page's story: one paragraph, heading, list item ("- " first),
-quote, table cell or code line per line, boilerplate left out. It prunes the tree it is given.
+quote, table cell, caption or code line per line, boilerplate left out. It prunes the tree it
+is given. `shows_text(root)` says whether a page's body shows any text at all, so a story that
+comes out empty can be told from a page that says nothing.
 
 Three steps, each cheap enough to keep the whole Reader within a few times the parse:
-1. Drop what is never story: scripts, styles, form controls, navigation, headers, footers,
-   asides, figures. These drops run inside libxml2; only elements with a class, id, role or
-   style reach Python, for step 2's name check.
-2. Split the text into blocks (the nearest block-level ancestor of each text node) and
-   score every ancestor container by the text of its paragraphs (long, few links) minus
-   its link lists. The best container is the tightest one holding most of the paragraph
-   text, so an article interrupted by ads or split over sibling divs is read whole while
-   the page's link lists stay outside. Before scoring, elements named as boilerplate
-   (class/id words such as comment, share, related, sidebar, cookie; ARIA roles such as
-   navigation or dialog; hidden ones) are set aside unless they wrap the article itself.
+1. Drop what is never story: scripts, styles, raw-text elements (noframes, noembed, xmp),
+   form controls, navigation, headers, footers, asides, images. These drops run inside
+   libxml2; only elements with a class, id, role or style reach Python, for step 2's name check.
+2. Split the text into blocks (the nearest block-level ancestor of each text node) and give
+   each a value: prose counts for itself (a long paragraph with few links, or a short one
+   shaped like a sentence: several words and a full stop, so a two-line notice or a
+   Japanese paragraph counts as well as a long English one), a fact (a table cell, a
+   definition, a list item, a caption without links) for half of itself, a link list
+   against itself, anything else (headings, labels) nothing but its links. A link to a
+   document (a PDF, a spreadsheet) is content, not a link. Every ancestor container scores
+   the sum of its blocks; the best is the tightest one holding most of the value, so an
+   article interrupted by ads or split over sibling divs is read whole while the page's link
+   lists stay outside. A `<main>` holding most of it bounds the choice. Before scoring,
+   elements named as boilerplate (class/id words such as comment, share, related, sidebar,
+   cookie, feedback; ARIA roles such as navigation or dialog; hidden ones), short forms
+   (search, newsletter, "was this page useful?") and teaser grids (two or more cards under
+   one parent, each led by a linked headline) are set aside unless they hold the page's
+   core: the element directly holding the most prose, where prose inside something named
+   as boilerplate counts a tenth, so a short notice beats the long comments under it.
+   A dialog, a `display:none` element or a cookie notice (by name, or any small box with a
+   button that asks for consent to cookies) is dropped whatever it holds.
 3. Emit the container's blocks in document order, leaving out link lists, the <h1> (the
-   title, which is its own column) and lines that only label an ad slot.
+   title, which is its own column), captions beside an article's paragraphs and lines that
+   only label an ad slot. When no block has any value (a page that is only a heading and a
+   list of plain links), the container is the page's `<main>`, else its body.
 
 Every rule is about the shape of a page, never about a particular site, and nothing here
 reads anything but the tree, so given bytes give the same story for as long as this file's
@@ -29,15 +44,18 @@ from typing import Any
 
 from lxml import etree
 
-from collection.readers.text import BLOCK_TAGS, normalize_block
+from collection.readers.text import BLOCK_TAGS, normalize, normalize_block
 
+# Never shown, or shown as literal markup: dropped before anything looks at the text.
+_INVISIBLE = ("script", "style", "noscript", "template", "head", "title", "noframes", "noembed", "xmp")
 # Never story, wherever they are. `form` is not here: some sites wrap the whole page in one.
-_DROP_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "math", "object", "embed", "canvas",
-              "video", "audio", "map", "head", "title", "nav", "footer", "aside", "header", "button", "select",
-              "input", "textarea", "label", "dialog", "menu", "figure", "figcaption", "picture", "img")
+_DROP_TAGS = ("iframe", "svg", "math", "object", "embed", "canvas", "video", "audio", "map", "nav", "footer",
+              "aside", "header", "button", "select", "input", "textarea", "label", "dialog", "menu", "picture", "img")
 _BLOCK = BLOCK_TAGS | {"li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th", "dd", "dt",
                        "figure", "figcaption", "section", "article", "main", "table", "tr", "ul", "ol", "dl",
-                       "form", "fieldset", "address", "details", "summary", "hr", "br"}
+                       "form", "fieldset", "address", "details", "summary", "hr", "br", "caption"}
+# Blocks that carry facts in a few words: a cell, a definition, a list item, a caption.
+_FACTS = frozenset({"td", "th", "dd", "dt", "li", "summary", "caption", "figcaption", "address", "legend"})
 _ROLES = {"navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search", "dialog",
           "alertdialog", "toolbar", "tablist", "button"}
 
@@ -51,12 +69,15 @@ cookie cookies consent gdpr banner breadcrumb breadcrumbs sidebar widget widgets
 adslot adunit dfp popup modal overlay masthead menu navbar nav navigation footer header toolbar skip tags tag
 tagline byline author authors meta metadata dateline timestamp caption credit credits print hidden hide
 pagination pager prev next jump more readmore rail teaser teasers topics keywords disclaimer copyright
+feedback survey helpful rating onetrust cookiebot
 """.split())
-_STRONG_WORDS = frozenset("cookie cookies consent gdpr".split())
+_STRONG_WORDS = frozenset("cookie cookies consent gdpr onetrust cookiebot".split())
 # Names that say "this is the article body": never dropped on a negative word.
 _POSITIVE = re.compile(r"article-?body|articlebody|story-?body|post-?body|entry-?content|post-?content|"
                        r"article-?content|story-?content|article-?text|body-?text|main-?content|content-?body",
                        re.I)
+# Names of an article's information line (CMS "article-info": author, category, hits).
+_NEGATIVE_NAMES = re.compile(r"article-?info", re.I)
 # Lines that label a slot rather than say anything (ad placeholders left in the text flow).
 _LABELS = frozenset({"advertisement", "advert", "ad", "ads", "sponsored", "story continues below advertisement",
                      "article continues below advertisement", "continue reading below", "skip advertisement"})
@@ -66,75 +87,234 @@ _NAMED = ".//*[@class or @id or @role or @hidden or @aria-hidden or @style]"
 # A link-dense block with at least this much other text is a paragraph full of links
 # (or of link hover-cards), not a link list: kept, and only its link text counts against.
 _KEEP = 100
+# A paragraph this long (in Latin letters' worth, see _weight) is prose without further evidence.
+_PROSE = 80
+# Scripts whose one character carries about what three Latin letters do (CJK ideographs,
+# kana, Hangul, full-width forms), so 80 characters of Japanese weigh like a long paragraph.
+_WIDE = re.compile("[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_SENTENCE_END = frozenset(".!?\u3002\uff01\uff1f\u2026")
+_CLOSERS = "\"')]\u00bb\u201d\u2019\u300d\u300f\uff09"
+# A link to a document is the page's payload (a list of minutes, an attachment), not navigation.
+_DOCUMENT = re.compile(r"\.(?:pdf|docx?|xlsx?|od[tsp]|pptx?|csv|rtf|zip)(?:[?#]|$)", re.I)
+# Prose inside an element named as boilerplate counts this much toward the core (per name).
+_DAMP = 0.1
+# A form with less text than this is a widget (search, newsletter, "was this page useful?").
+_WIDGET_FORM = 200
+# A teaser card holds a headline and a summary, not an article.
+_CARD = 600
+
+
+def shows_text(root: Any) -> bool:
+    """Whether the page's body shows any text at all (scripts, styles and raw-text elements aside).
+    Asked of a fresh tree only when the story comes out empty, so it costs nothing on other pages."""
+    body = root.find("body")
+    if body is None:
+        body = root
+    etree.strip_elements(body, *_INVISIBLE, with_tail=False)
+    return any(text.strip() and normalize(text) for text in body.itertext())  # stops at the first word
 
 
 def main_text(root: Any) -> str:
     body = root.find("body")
     if body is None:
         body = root
+    etree.strip_elements(body, *_INVISIBLE, with_tail=False)
+    strength = _cookie_boxes(body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
-    blocks = _blocks(body)
+    owners: dict = {}
+    blocks = _blocks(body, owners)
     if not blocks:
         return ""
-    chains = _chains(body, blocks)
+    mains = []
+    for element in body.xpath(_NAMED):
+        level = _is_boilerplate(element)
+        if level:
+            strength.setdefault(element, level)
+        elif element.get("role") == "main":
+            mains.append(element)
+    anchors = []
+    for element in body.iter("form", "h1", "main"):
+        if element.tag != "form":
+            anchors.append(element)
+        elif element not in strength and _weight(element.text_content()) < _WIDGET_FORM:
+            strength[element] = 1
+    for grid in _teaser_grids(body, blocks):
+        strength.setdefault(grid, 1)
+    # A boilerplate name around the page's <h1> or <main> names the layout ("with-sidebar",
+    # "sticky-sidebar"), not a box beside the story: it does not damp.
+    for anchor in anchors[:8]:  # the page's own few; a hostile page may nest thousands
+        for element in anchor.iterancestors():
+            if strength.get(element) == 1:
+                del strength[element]
+    chains, damp, order = _chains(body, blocks, strength)
+    values = {block: _value(block, stats) for block, stats in blocks.items()}
     # A name is a hint, not proof: "page-with-sidebar" or "ad-margins" may wrap the whole
     # article. So a weakly named element is kept when it holds the core: the element directly
-    # holding the most paragraph text (readability's parent/grandparent vote), which is the
-    # article body on nearly every page and rarely a teaser list, whose cards hold one each.
-    # A dialog, a hidden element or a cookie notice is dropped whatever it holds.
+    # holding the most prose (readability's parent/grandparent vote), which is the article
+    # body on nearly every page. Inside something named as boilerplate every value counts a
+    # tenth, so comments or teasers longer than a short notice do not outvote it.
     votes: dict = {}
-    for block, (length, links) in blocks.items():
-        if _is_good(length, links):
+    for block, value in values.items():
+        if value > 0:
             for weight, element in zip((1.0, 0.5), chains[block][1:3]):
-                votes[element] = votes.get(element, 0) + weight * (length - links)
+                votes[element] = votes.get(element, 0) + weight * value * damp[block]
     kept = set(chains.get(max(votes, key=votes.__getitem__), ())) if votes else set()
-    removed = [element for element in body.xpath(_NAMED)
-               if (strength := _is_boilerplate(element)) == 2 or (strength == 1 and element not in kept)]
-    fitness = _fitness(blocks, chains, set(removed))
-    for element in removed:  # document order, so the text left behind is the same every time
+    dropped = {element for element, level in strength.items() if level == 2}
+    fitness = _fitness(values, chains, damp, order, dropped)
+    main = next((element for element in anchors if element.tag == "main"), mains[0] if mains else None)
+    container = _container(body, main, fitness, chains)
+    around = set(chains.get(container, ()))
+    removed = [element for element, level in strength.items()
+               if level == 2 or (level == 1 and element not in kept and element not in around)]
+    for element in removed:  # in the same order for the same page, so the text left behind is the same
         if element.getparent() is not None:
             _remove_keep_tail(element)
-    if not fitness:
-        return ""
-    return _emit(max(fitness, key=fitness.__getitem__), blocks)
+    # A caption describes a picture: beside an article's paragraphs it is an aside (and no
+    # article-extraction truth keeps it); on a page that is mostly the picture it is the story.
+    captions = not any(stats[0] >= _PROSE and stats[1] * 3 < stats[0] and block.tag != "figcaption"
+                       and container in chains[block] for block, stats in blocks.items())
+    return _emit(container, blocks, owners, captions)
 
 
-def _fitness(blocks: dict, chains: dict, removed: set) -> dict:
-    """Every container's good text minus its link text (see the module docstring, step 2)."""
-    fitness: dict = {}
-    for block, (length, links) in blocks.items():
-        chain = chains[block]
-        if removed and not removed.isdisjoint(chain):
+def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
+    """The best container (see the module docstring, step 2), bounded by the page's <main>."""
+    best = max(fitness, key=fitness.__getitem__) if fitness else None
+    if best is None or fitness[best] <= 0:
+        return main if main is not None and main.getparent() is not None else body
+    if main is not None and fitness.get(main, 0) * 2 >= fitness[best] and main not in chains[best]:
+        inside = [element for element in fitness if main in chains[element]]
+        if inside:
+            return max(inside, key=fitness.__getitem__)
+    return best
+
+
+# A box that says "cookie" is a consent banner only if it also asks for consent ("Chocolate chip
+# cookies" beside a Print button is a recipe).
+_CONSENT = re.compile(r"accept|agree|consent|allow|reject|polic|privacy|setting|preference|\buses?\b|"
+                      r"akzept|zustimm|einverstanden|datenschutz|accepter|refuser|aceptar|rechazar|accett|rifiut")
+
+
+def _cookie_boxes(body: Any) -> dict:
+    """A box with a button that asks about cookies is a consent banner, whatever its name:
+    the button's own box, or the one around its button group (never a bigger one, so a short
+    page that merely holds the banner is not taken for it)."""
+    found: dict = {}
+    seen = set()  # each box's text is read once, however many buttons share it (a hostile page has thousands)
+    for control in body.iter("button", "input"):
+        if control.tag == "input" and control.get("type") not in ("button", "submit"):
             continue
-        if _is_good(length, links):
-            value = length - links
-        elif links * 2 > length and length - links < _KEEP:
-            value = -length  # a link list: navigation, related stories, tags
-        else:
-            value = -links  # a short line, or a long paragraph with many links: neutral but for its links
-        for element in chain:
-            fitness[element] = fitness.get(element, 0) + value
-    return fitness
+        box = control.getparent()
+        for _ in range(2):
+            if box is None or box in seen:
+                break
+            seen.add(box)
+            text = box.text_content()
+            if len(text) > 1000:
+                break
+            lowered = text.lower()
+            if "cookie" in lowered and _CONSENT.search(lowered):
+                found[box] = 2
+                break
+            box = box.getparent()
+    return found
 
 
-def _is_good(length: int, links: int) -> bool:
-    """A paragraph: long enough to be prose, mostly not link text."""
-    return length >= 80 and links * 3 < length
+def _teaser_grids(body: Any, blocks: dict) -> list:
+    """Parents of two or more teaser cards: a card is led by a headline linking elsewhere."""
+    cards: dict = {}
+    for block in body.iter("h2", "h3", "h4", "h5", "h6"):
+        length, links, *_ = blocks.get(block) or (0, 0)
+        if links < length or not length:
+            continue
+        parent = block.getparent()
+        link = parent if parent is not None and parent.tag == "a" else block.find(".//a")
+        if link is None or (link.get("href") or "#").startswith("#"):
+            continue
+        card = parent.getparent() if parent is not None and parent.tag == "a" else parent
+        if card is None or card.getparent() is None:
+            continue
+        cards.setdefault(card.getparent(), []).append(card)
+    return [grid for grid, members in cards.items()
+            if len(members) >= 2 and all(_weight(card.text_content()) < _CARD for card in members)]
 
 
-def _chains(body: Any, blocks: dict) -> dict:
-    """Each block's ancestors up to `body`, itself first (shared tails memoised: pages nest deep)."""
+def _weight(text: str) -> int:
+    """Length in Latin letters' worth: a CJK or Hangul character counts three."""
+    length = len(text.strip())
+    if length and not text.isascii():
+        length += 2 * len(_WIDE.findall(text))
+    return length
+
+
+def _value(block: Any, stats: list) -> float:
+    """What a block adds to its containers (see the module docstring, step 2)."""
+    length, links, last, spaced, document = stats
+    if links * 2 > length and length - links < _KEEP:
+        return -length  # a link list: navigation, related stories, tags
+    if length >= _PROSE and links * 3 < length or links * 2 <= length and _is_sentence(last, length, spaced):
+        return length - links
+    if links * 3 < length and (document or block.tag in _FACTS and (spaced or _has_figure(last))):
+        return (length - links) / 2
+    return -links  # a heading, a label, a long paragraph with many links: neutral but for its links
+
+
+def _has_figure(text: str) -> bool:
+    """A fact of one word carries a figure ("£48.00", "06:42") or is in a script without spaces;
+    a lone token of letters ("Monday", "landscape-tablet") is a label."""
+    return not text.isascii() or any(character.isdigit() for character in text)
+
+
+def _is_sentence(last: str, length: int, spaced: bool) -> bool:
+    """Several words ending in a full stop, question or exclamation mark (in any script)."""
+    if length < 12:
+        return False
+    end = last.rstrip().rstrip(_CLOSERS)
+    if not end or end[-1] not in _SENTENCE_END:
+        return False
+    return spaced or _WIDE.search(last) is not None
+
+
+def _chains(body: Any, blocks: dict, strength: dict) -> tuple[dict, dict, list]:
+    """Each block's ancestors up to `body`, itself first (shared tails memoised: pages nest
+    deep); each element's damping: _DAMP for every ancestor named as boilerplate; and the
+    elements in the order the blocks first reach them (each block, then its new ancestors
+    upward; the body last), which is the order ties between containers are settled in."""
     chains: dict = {body: (body,)}
+    damp: dict = {body: 1.0}
+    order: list = []
     for block in blocks:
         pending = []
         element = block
         while element is not None and element not in chains:
             pending.append(element)
             element = element.getparent()
+        order.extend(pending)
         tail = chains[element] if element is not None else ()
+        factor = damp[element] if element is not None else 1.0
         for element in reversed(pending):
             tail = chains[element] = (element,) + tail
-    return chains
+            if strength.get(element) == 1:
+                factor *= _DAMP
+            damp[element] = factor
+    order.append(body)
+    return chains, damp, order
+
+
+def _fitness(values: dict, chains: dict, damp: dict, order: list, dropped: set) -> dict:
+    """Every container's summed block values, damped inside boilerplate names (module docstring,
+    step 2); nothing inside a dropped element counts or is a candidate. Summed bottom-up once:
+    `chains` lists ancestors before descendants, so its reverse takes children first."""
+    fitness = dict.fromkeys(order, 0.0)
+    for block, value in values.items():
+        fitness[block] += value * damp[block]
+    for element in reversed(chains):
+        chain = chains[element]
+        if len(chain) > 1 and element not in dropped:
+            fitness[chain[1]] += fitness[element]
+    if dropped:
+        for element in [element for element, chain in chains.items() if not dropped.isdisjoint(chain)]:
+            del fitness[element]
+    return fitness
 
 
 def _is_boilerplate(element: Any) -> int:
@@ -148,13 +328,13 @@ def _is_boilerplate(element: Any) -> int:
     if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
         return 2
     names = f"{element.get('class') or ''} {element.get('id') or ''}"
-    if names == " " or element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody":
-        return 0
     strength = _NAMES.get(names)
     if strength is None:
-        strength = _name_strength(names)
+        strength = _name_strength(names) if names != " " else 0
         if len(_NAMES) < 50_000:
             _NAMES[names] = strength
+    if strength and (element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody"):
+        return 0
     return strength
 
 
@@ -169,7 +349,7 @@ def _name_strength(names: str) -> int:
     parts = {part.lower() for part in _PARTS.findall(names)}
     if not parts.isdisjoint(_STRONG_WORDS):
         return 2
-    return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) else 0
+    return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) or _NEGATIVE_NAMES.search(names) else 0
 
 
 def _remove_keep_tail(element: Any) -> None:
@@ -184,52 +364,67 @@ def _remove_keep_tail(element: Any) -> None:
     parent.remove(element)
 
 
-def _block_of(text: Any) -> tuple[Any, bool]:
-    """The nearest block-level element owning a text node, and whether the text is a link's."""
-    element = text.getparent()
+def _block_of(text: Any, owners: dict) -> tuple[Any, int]:
+    """The nearest block-level element owning a text node, and whether the text is a link's:
+    0 no, 1 a link, 2 a link to a document (content, not navigation). `owners` remembers the
+    answer per starting element, which both passes over the text (scoring, emitting) share."""
+    start = text.getparent()
     if text.is_tail:  # a tail belongs to the element's parent, not to the element
-        element = element.getparent()
-    link = False
-    while element is not None and element.tag not in _BLOCK:
-        if element.tag == "a":
-            link = True
-        element = element.getparent()
-    return element, link
+        start = start.getparent()
+    found = owners.get(start)
+    if found is None:
+        element = start
+        link = 0
+        while element is not None and element.tag not in _BLOCK:
+            if element.tag == "a" and not link:
+                link = 2 if _DOCUMENT.search(element.get("href") or "") else 1
+            element = element.getparent()
+        found = owners[start] = (element, link)
+    return found
 
 
-def _blocks(body: Any) -> dict:
-    """Block element -> [text length, link text length], lengths without surrounding whitespace."""
+def _blocks(body: Any, owners: dict) -> dict:
+    """Block element -> [weight, link weight, last text, whether any text had a space, whether it links a document]."""
     blocks: dict = {}
     # Blocks inside a link (<a><h3>headline</h3></a>, card teasers) are link text too.
     linked = set(body.xpath(".//a//*"))
     for text in body.xpath(".//text()"):
-        length = len(text.strip())
-        if not length:
+        stripped = text.strip()
+        if not stripped:
             continue
-        block, link = _block_of(text)
+        length = len(stripped)
+        if not stripped.isascii():
+            length += 2 * len(_WIDE.findall(stripped))
+        block, link = _block_of(text, owners)
         if block is None:
             continue
         if not link and linked and block in linked:
-            link = True
+            link = 1
         entry = blocks.get(block)
         if entry is None:
-            entry = blocks[block] = [0, 0]
+            entry = blocks[block] = [0, 0, "", False, False]
         entry[0] += length
-        if link:
+        if link == 1:
             entry[1] += length
+        elif link == 2:
+            entry[4] = True
+        entry[2] = text
+        if not entry[3] and " " in stripped:
+            entry[3] = True
     return blocks
 
 
-def _emit(container: Any, blocks: dict) -> str:
+def _emit(container: Any, blocks: dict, owners: dict, captions: bool) -> str:
     lines: list[str] = []
     current: list[str] = []
     owner = None
     for text in container.xpath(".//text()"):
-        block, _ = _block_of(text)
+        block, _ = _block_of(text, owners)
         stats = blocks.get(block)
-        # Left out: link lists inside the story (related links, tags, share bars), and the
-        # <h1>, which is the page's title (its own column) rather than its story.
-        if stats is None or (stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP) or block.tag == "h1":
+        # Left out: link lists inside the story (related links, tags, share bars), the <h1>,
+        # which is the page's title (its own column) rather than its story, and captions beside prose.
+        if (stats is None or (stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP) or block.tag == "h1"
+                or not captions and block.tag == "figcaption"):
             continue
         if block is not owner or (text.is_tail and text.getparent().tag == "br"):
             if block is not owner and not text.strip():
@@ -238,7 +433,9 @@ def _emit(container: Any, blocks: dict) -> str:
                 lines.append("".join(current))
             current = ["- "] if block.tag == "li" and block is not owner else []
             owner = block
-        current.append(text if block.tag == "pre" else _SPACE.sub(" ", text))
+        # Line breaks inside a text node are layout (but in <pre>); other runs of whitespace
+        # are collapsed by normalize_block, so a printable node needs no work here.
+        current.append(text if block.tag == "pre" or text.isprintable() else _SPACE.sub(" ", text))
     if current:
         lines.append("".join(current))
     story = normalize_block("\n".join(lines))

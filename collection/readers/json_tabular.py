@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any, Mapping
 
-from collection.canonical import canonical_json
+from collection.canonical import canonical_json, valid_text
 from collection.recipe.pointer import MISSING, PointerMissing, parse_pointer, resolve, resolve_or
 from collection.readers.base import ReaderFailure, Rows, reader
 from collection.readers.text import decode_text
 
 FAMILY_ID = "json.tabular"
-# JSON may escape a lone surrogate (\ud800) that no UTF-8 relation can hold; it becomes U+FFFD.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _refuse_constant(name: str) -> Any:
@@ -55,4 +52,4 @@ def _cell(value: Any) -> str:
     if value is MISSING:
         return ""
     text = value if isinstance(value, str) else canonical_json(value)
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return valid_text(text)

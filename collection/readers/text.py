@@ -19,7 +19,7 @@ import threading
 import unicodedata
 from typing import Any
 
-from lxml import html
+from lxml import etree, html
 
 # WHATWG maps these labels to windows-1252; pages labelled latin-1 are cp1252 in practice
 # (curly quotes in 0x80–0x9F), and reading them as true latin-1 would yield C1 controls.
@@ -148,6 +148,9 @@ def normalize(text: str | None) -> str:
     """One line of text: NFC, controls dropped, whitespace runs collapsed, trimmed."""
     if not text:
         return ""
+    if text.isascii() and text.isprintable():
+        # Printable ASCII is already NFC and holds no controls; its only whitespace is " ".
+        return text.strip() if "  " not in text else _WHITESPACE.sub(" ", text).strip()
     text = _CONTROLS.sub("", unicodedata.normalize("NFC", text))
     return _WHITESPACE.sub(" ", text).strip()
 
@@ -168,26 +171,61 @@ _LOCAL = threading.local()
 
 def _html_parser() -> html.HTMLParser:
     if not hasattr(_LOCAL, "parser"):
+        # huge_tree lifts libxml2's nesting limit from 256 to 2048 elements: real pages built
+        # of nested page-builder wrappers pass 256, and past the limit libxml2 drops the rest
+        # of the page without an error (PageTooDeep below turns that into a failure).
         _LOCAL.parser = html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
-                                        no_network=True, default_doctype=False)
+                                        no_network=True, default_doctype=False, huge_tree=True)
     return _LOCAL.parser
+
+
+class PageTooDeep(ValueError):
+    """The page nests elements deeper than the HTML parser goes, so part of it would be lost."""
 
 
 def parse_html(body: bytes, content_type: str | None) -> Any:
     """The document element of `body`, parsed after our own charset decision.
 
-    The text is re-encoded as UTF-8 and the parser told so, so a `<meta charset>` or XML
-    declaration inside the page cannot make libxml2 decode the bytes a second, different way.
+    The text is re-encoded as UTF-8 (bytes that already are valid UTF-8 go as they are) and the
+    parser told so, so a `<meta charset>` or XML declaration inside the page cannot make libxml2
+    decode the bytes a second, different way.
     Raises ValueError when there is no document at all.
     """
-    text = decode_text(body, content_type, "html")
-    text = _XML_DECLARATION_TEXT.sub("", text, count=1)
-    if not text.strip():
+    codec, skip = _detect(body, content_type, "html")
+    data = None  # the bytes for the parser when they are already the UTF-8 of the text
+    text = None
+    if not skip and codec in (_FALLBACK, "utf-8"):
+        try:
+            text = body.decode("utf-8")
+            data = body  # valid UTF-8: re-encoding the text would give these same bytes back
+        except UnicodeDecodeError:
+            pass
+    if text is None:
+        text = decode_text(body, content_type, "html")
+    declaration = _XML_DECLARATION_TEXT.match(text)
+    if declaration:
+        text, data = text[declaration.end():], None
+    # A NUL is no character of any page: browsers drop it from the text (WHATWG "in body"),
+    # where libxml2 would turn it into U+FFFD.
+    if b"\x00" in body:  # (the bytes are searched: a memchr, where the text would cost a scan per page)
+        text, data = text.replace("\x00", ""), None
+    if not text or text.isspace():
         raise ValueError("the page is empty")
-    root = html.document_fromstring(text.encode("utf-8"), parser=_html_parser())
+    parser = _html_parser()
+    try:
+        root = html.document_fromstring(text.encode("utf-8") if data is None else data, parser=parser)
+    except etree.ParserError:
+        raise ValueError("the page holds no HTML document") from None
+    if any(error.type == _TOO_DEEP for error in parser.error_log):
+        raise PageTooDeep(f"the page nests elements more than {_MAX_DEPTH} deep, past what the HTML parser reads")
     if root is None:
         raise ValueError("the page holds no HTML document")
     return root
+
+
+# libxml2's error for a document nested past its limit ("Excessive depth in document").
+_TOO_DEEP = etree.ErrorTypes.ERR_RESOURCE_LIMIT
+_MAX_DEPTH = 2048
 
 
 # Elements whose start and end break a line of text; everything else is inline.
@@ -196,7 +234,8 @@ address article aside blockquote body br caption center dd details dialog div dl
 footer form h1 h2 h3 h4 h5 h6 header hr html legend li main nav ol p pre section summary table tbody td tfoot th
 thead tr ul option
 """.split())
-SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title", "iframe", "object", "svg", "math"})
+SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title", "iframe", "object", "svg", "math",
+                       "noframes", "noembed", "xmp"})
 
 
 def inline_text(element: Any) -> str:

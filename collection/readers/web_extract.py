@@ -1,7 +1,9 @@
 """`html.web_extract` 1.1.0: one row per page — title, story and the chosen metadata (pure).
 
 `story` is the page's main text with block structure kept (one paragraph, heading, list
-item, quote or code block per line) and boilerplate removed. Unless the options name a
+item, quote or code block per line) and boilerplate removed. When the engine finds no story
+on a page that shows text, the page fails with `story_not_found` rather than giving a row
+whose empty story looks like success (docs/readers.md). Unless the options name a
 `story` selector, the engine is our own (extract_engine.py): on the article-extraction set
 (bench/extraction.py) it scores above trafilatura's defaults at a few times the cost of the
 parse, and because its rules live in this repository the same bytes give the same story
@@ -17,8 +19,8 @@ import json
 from typing import Any, Iterable, Mapping
 from urllib.parse import urljoin
 
-from collection.readers.base import Rows, reader
-from collection.readers.extract_engine import main_text
+from collection.readers.base import ReaderFailure, Rows, reader
+from collection.readers.extract_engine import main_text, shows_text
 from collection.readers.text import block_text, inline_text, normalize, normalize_block, parse_html
 from collection.readers.selectors import compile_selector
 
@@ -65,6 +67,9 @@ def read(options: Mapping[str, Any], body: bytes, content_type: str, url: str) -
         values["story"] = normalize_block("\n".join(block_text(element) for element in _outermost(matches)))
     else:
         values["story"] = main_text(root)
+        if not values["story"] and shows_text(parse_html(body, content_type)):
+            raise ReaderFailure("story_not_found", "the page shows text, but none of it reads as the page's story "
+                                                   "(only navigation, headings, link lists or boilerplate)")
     return ((values["title"], values["story"], *(values[name] for name in metadata)),)
 
 
@@ -141,6 +146,9 @@ def _found(root: Any, meta: dict[tuple[str, str], str], name: str, url: str) -> 
         return _absolute(url, ld) if name == "canonical_url" else ld
     if name == "title":
         for element in root.iter("title"):
+            # An inline <svg>'s <title> names an icon, not the page.
+            if any(ancestor.tag in ("svg", "math") for ancestor in element.iterancestors()):
+                continue
             text = inline_text(element)
             if text:
                 return text

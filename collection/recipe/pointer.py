@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["PointerMissing", "parse_pointer", "resolve", "resolve_or", "escape_token", "MISSING"]
+__all__ = ["PointerMissing", "parse_pointer", "resolve", "resolve_or", "escape_token", "MISSING", "pointer_hint"]
 
 # RFC 6901 §4: an array index is "0" or digits without a leading zero; "-" names the
 # element after the last one, which never exists when reading.
@@ -80,3 +80,36 @@ def resolve_or(doc: Any, tokens: tuple[str, ...], default: Any = MISSING) -> Any
         return resolve(doc, tokens)
     except PointerMissing:
         return default
+
+
+_PATH_STEP = re.compile(r"\[(\d+|'[^']*'|\"[^\"]*\")\]|([^.\[\]]+)")
+
+
+def pointer_hint(text: str) -> str | None:
+    """The RFC 6901 pointer a malformed pointer most likely means, or None.
+
+    Authors coming from dlt, jq or JSONPath write `meta.next_cursor`, `.meta.next_cursor`,
+    `$.meta.next_cursor` or `data[0].id`; each means `/meta/next_cursor` (`/data/0/id`).
+    A pointer with a stray `~` means the same text with `~` escaped as `~0`.
+    """
+    if not isinstance(text, str) or text == "":
+        return None
+    if text.startswith("/"):
+        return text.replace("~", "~0").replace("~00", "~0").replace("~01", "~1") if _BAD_ESCAPE.search(text) else None
+    body = text[1:] if text.startswith("$") else text
+    body = body.lstrip(".")
+    if not body:
+        return ""
+    if "/" in body:
+        return pointer_hint("/" + body) or "/" + body      # `meta/next_cursor`: the leading / forgotten
+    tokens: list[str] = []
+    position = 0
+    for match in _PATH_STEP.finditer(body):
+        if body[position:match.start()].strip("."):
+            return None
+        position = match.end()
+        token = match.group(1) or match.group(2)
+        tokens.append(token[1:-1] if token[:1] in "'\"" else token)
+    if body[position:].strip("."):
+        return None
+    return "".join("/" + escape_token(token) for token in tokens)

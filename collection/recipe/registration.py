@@ -29,7 +29,7 @@ from collection.codes import CATALOGUE
 from collection.discover.driver import ALLOWED_PAGINATION as PAGINATION_FOR_DISCOVERY
 from collection.recipe.model import COLLECTION_ADAPTER, HOSTED_ADAPTER, PROVENANCE_COLUMNS, Dataset, ReaderPin, Source, source_from
 from collection.discover.pagination import PARAMETER_KINDS as PARAMETER_GRAMMARS
-from collection.recipe.pointer import escape_token, parse_pointer
+from collection.recipe.pointer import escape_token, parse_pointer, pointer_hint
 from collection.readers.registry import FAMILIES, options_schema
 from collection.recipe.refusal import Refusal
 from collection.recipe.resources import load_schema
@@ -145,11 +145,85 @@ def _bound_text(schema: dict[str, Any], name: str) -> str:
     return f"{name} ≥ {low}" if low is not None else f"{name} ≤ {high}"
 
 
+# Keywords of an object schema whose members can be checked one by one: nothing in it
+# relates one member to another (no allOf, if/then, dependent members).
+_SPLITTABLE = {"type", "additionalProperties", "required", "properties"}
+
+
+@lru_cache(maxsize=None)
+def _source_registry() -> tuple[dict[str, Any], Registry]:
+    source = load_schema("source.schema.json")
+    return source, Registry().with_resource(source["$id"], Resource.from_contents(source))
+
+
+@lru_cache(maxsize=None)
+def _part(pointer: str) -> tuple[Any, Callable[[Any], bool], jsonschema.protocols.Validator]:
+    """The source schema's subschema at `pointer` (a pure $ref followed), its fast check and a
+    validator for it."""
+    source, registry = _source_registry()
+    ref = {"$ref": f"{source['$id']}#{pointer}"}
+    schema: Any = source
+    for token in parse_pointer(pointer):
+        schema = schema[token]
+    while isinstance(schema, dict) and "$ref" in schema and schema["$ref"].startswith("#") \
+            and not {k for k in schema if k not in _ANNOTATION_KEYS and not k.startswith("x-")} - {"$ref"}:
+        pointer = schema["$ref"][1:]
+        schema = source
+        for token in parse_pointer(pointer):
+            schema = schema[token]
+    return (pointer, schema), compile_check(ref, {source["$id"]: source}), \
+        jsonschema.Draft202012Validator(ref, registry=registry)
+
+
+@lru_cache(maxsize=None)
+def _envelope(pointer: str) -> jsonschema.protocols.Validator:
+    """A validator of the object schema at `pointer` with every member accepted as it is: its
+    type, unknown and required members only."""
+    (_, schema), _, _ = _part(pointer)
+    _, registry = _source_registry()
+    envelope = {key: value for key, value in schema.items() if key in _SPLITTABLE}
+    envelope["properties"] = {name: True for name in schema.get("properties", {})}
+    return jsonschema.Draft202012Validator(envelope, registry=registry)
+
+
+_ANNOTATION_KEYS = {"title", "description", "examples", "default", "$comment", "$schema", "$id", "$defs"}
+
+
+def _narrowed_errors(pointer: str, instance: Any, path: list[Any]) -> Iterator[tuple[list[Any], Any]]:
+    """Schema errors of `instance` against the source schema's part at `pointer`, handing
+    jsonschema only the smallest parts that fail their fast check: a refused recipe's cost is
+    jsonschema's error reporting, so it should see the broken member, not the whole document."""
+    (resolved, schema), check, validator = _part(pointer)
+    keys = {k for k in schema if k not in _ANNOTATION_KEYS and not k.startswith("x-")} if isinstance(schema, dict) else set()
+    if not isinstance(instance, dict) or not keys <= _SPLITTABLE or "properties" not in keys:
+        # A splittable part is never checked whole: its envelope and its members' own checks
+        # cover it, so each member is checked once however deep it sits.
+        if check(instance):
+            return
+        for error in validator.iter_errors(instance):
+            yield [*path, *error.absolute_path], error
+        return
+    for error in _envelope(resolved).iter_errors(instance):
+        yield [*path, *error.absolute_path], error
+    for name in schema["properties"]:
+        if name in instance:
+            yield from _narrowed_errors(f"{resolved}/properties/{escape_token(name)}", instance[name], [*path, name])
+
+
+def _schema_errors(document: Any, kind: str) -> Iterator[tuple[list[Any], Any]]:
+    """(absolute path, error) for every schema error."""
+    if kind == SOURCE:
+        yield from _narrowed_errors("", document, [])
+        return
+    for error in _validator(kind).iter_errors(document):
+        yield list(error.absolute_path), error
+
+
 def _schema_refusals(document: Any, kind: str) -> Iterator[Refusal]:
     if _fast_check(kind)(document):
         return
-    for error in _validator(kind).iter_errors(document):
-        pointer = _to_pointer(error.absolute_path)
+    for path, error in _schema_errors(document, kind):
+        pointer = _to_pointer(path)
         schema = error.schema if isinstance(error.schema, dict) else {}
         keyword = error.validator
         name = _member_name(pointer)
@@ -169,8 +243,9 @@ def _schema_refusals(document: Any, kind: str) -> Iterator[Refusal]:
                                   f"{name} has no member {extra!r}; allowed: {', '.join(sorted(allowed))}",
                                   _rule_for(pointer, f"members of {name}: {', '.join(sorted(allowed))}"))
         elif keyword == "type":
-            yield Refusal("SCHEMA_TYPE", pointer, f"{name} must be of type {error.validator_value}",
-                          _rule_for(pointer, f"{name} is {error.validator_value}"))
+            message = _options_as_object(document, path, error.instance) \
+                or f"{name} must be of type {error.validator_value}"
+            yield Refusal("SCHEMA_TYPE", pointer, message, _rule_for(pointer, f"{name} is {error.validator_value}"))
         elif keyword in ("enum", "const"):
             allowed = error.validator_value if keyword == "enum" else [error.validator_value]
             shown = ", ".join(json.dumps(v) for v in allowed)
@@ -185,14 +260,49 @@ def _schema_refusals(document: Any, kind: str) -> Iterator[Refusal]:
             yield Refusal(override or "SCHEMA_LENGTH", pointer, f"{name}: {error.message}",
                           _rule_for(pointer, f"{keyword} {error.validator_value}"))
         elif keyword in ("pattern", "format"):
-            detail = CATALOGUE[override].summary if override else f"it does not match {error.validator_value}"
-            yield Refusal(override or "SCHEMA_FORMAT", pointer, f"{name} is {json.dumps(error.instance)}: {detail}",
+            if override == "ORIGIN_NOT_CANONICAL":
+                message = _origin_message(error.instance)
+            else:
+                detail = CATALOGUE[override].summary if override else f"it does not match {error.validator_value}"
+                if override == "POINTER_SYNTAX":
+                    detail = ("not RFC 6901 syntax (a pointer is empty or starts with /, members separated by /)"
+                              + _pointer_advice(error.instance))
+                message = f"{name} is {json.dumps(error.instance)}: {detail}"
+            yield Refusal(override or "SCHEMA_FORMAT", pointer, message,
                           _rule_for(pointer, f"{name} matches {error.validator_value}"))
         elif keyword == "uniqueItems":
             yield Refusal(schema.get("x-code-uniqueItems", "SCHEMA_UNIQUE"), pointer, f"{name} holds a repeated entry",
                           _rule_for(pointer, f"entries of {name} are distinct"))
         else:
             yield Refusal("SCHEMA_INVALID", pointer, f"{name}: {error.message}", _rule_for(pointer, keyword))
+
+
+def _options_as_object(document: Any, path: Any, value: Any) -> str | None:
+    """The fix for reader.decode_options written as a JSON object or array instead of the JSON
+    string READ-02 asks for: the corrected parameter, ready to paste (canonical JSON, escaped
+    for a JSON string, non-ASCII kept as the canonical form keeps it)."""
+    parts = list(path)
+    if len(parts) != 4 or parts[:2] != ["connector", "parameters"] or parts[3] != "value" \
+            or not isinstance(value, (dict, list)):
+        return None
+    if _get(_get(document, "connector", "parameters")[parts[2]], "name") != "reader.decode_options":
+        return None
+    corrected = json.dumps({"name": "reader.decode_options", "value": canonical_json(value)}, ensure_ascii=False)
+    return f"write the options as a JSON string, not a JSON {'object' if isinstance(value, dict) else 'array'}: {corrected}"
+
+
+def _origin_message(text: Any) -> str:
+    """Why an allowed origin is not canonical, cause first, and the origin to write instead."""
+    if not isinstance(text, str):
+        return f"{json.dumps(text)} is not an origin"
+    causes, corrected = urls.origin_fix(text)
+    fix = f"; write {json.dumps(corrected)}" if corrected else "; no origin this source may fetch is meant"
+    return f"{json.dumps(text)} is not a canonical https origin: {'; '.join(causes)}{fix}"
+
+
+def _pointer_advice(text: Any) -> str:
+    hint = pointer_hint(text) if isinstance(text, str) else None
+    return f"; did you mean {json.dumps(hint)}?" if hint is not None else ""
 
 
 # --- rules a schema cannot state -------------------------------------------------------
@@ -219,11 +329,14 @@ class _Reader:
         self.values: dict[str, str] = {}
         self.pointers: dict[str, str] = {}
         self.repeated: list[str] = []
+        self.present: set[str] = set()   # stated, whatever the value's type (the schema refuses a non-string)
         if not isinstance(parameters, list):
             return
         for index, parameter in enumerate(parameters):
             name = _get(parameter, "name")
             value = _get(parameter, "value")
+            if name in READER_PARAMETERS:
+                self.present.add(name)
             if name in READER_PARAMETERS and isinstance(value, str):
                 if name in self.values:
                     self.repeated.append(f"/connector/parameters/{index}")
@@ -236,7 +349,7 @@ def _reader_rules(doc: dict[str, Any]) -> tuple[list[Refusal], ReaderPin | None]
     refusals = [Refusal("READER_PIN_MISSING", pointer, "a Reader pin parameter is stated twice",
                         "each of reader.family_id, reader.family_version, reader.decode_options once (READ-01)")
                 for pointer in found.repeated]
-    missing = [name for name in READER_PARAMETERS if name not in found.values]
+    missing = [name for name in READER_PARAMETERS if name not in found.present]
     if missing:
         refusals.append(Refusal("READER_PIN_MISSING", "/connector/parameters",
                                 f"the Reader pin lacks {', '.join(missing)}",
@@ -331,8 +444,25 @@ def _xml_path_rules(options: dict[str, Any], where: str) -> Iterator[Refusal]:
         try:
             compile_path(path, namespaces)
         except ValueError as exc:
-            yield Refusal("READER_OPTIONS_INVALID", where, f"xml.tabular option at {inner}: {exc}",
+            yield Refusal("READER_OPTIONS_INVALID", where, f"xml.tabular option at {inner}: {exc}"
+                          + _attribute_advice(options, inner, path),
                           "the xml.tabular element-path grammar (docs/readers.md)")
+
+
+def _attribute_advice(options: dict[str, Any], inner: str, path: str) -> str:
+    """A column path ending in an XPath attribute step (`@id`, `guid/@isPermaLink`) means the
+    column's `attribute` member; print the column as it should be written."""
+    parts = inner.split("/")
+    match = re.fullmatch(r"(?:(.*)/)?@([A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?)", path)
+    if match is None:
+        return ""
+    if parts[1] != "columns":
+        return "; a records path names elements, not attributes: read the attribute in a column"
+    column = {key: value for key, value in options["columns"][int(parts[2])].items() if key != "path"}
+    column["attribute"] = match.group(2)
+    if match.group(1):
+        column["path"] = match.group(1)
+    return f"; an attribute is read with the column's attribute member: write the column as {canonical_json(column)}"
 
 
 def _option_syntax(options: Any, where: str) -> Iterator[Refusal]:
@@ -367,7 +497,8 @@ def _pointer_rule(text: str, pointer: str, what: str) -> Iterator[Refusal]:
     try:
         parse_pointer(text)
     except ValueError as exc:
-        yield Refusal("POINTER_SYNTAX", pointer, f"{what}: {exc}", "RFC 6901 JSON Pointer syntax (REG-36, D-14)")
+        yield Refusal("POINTER_SYNTAX", pointer, f"{what}: {exc}{_pointer_advice(text)}",
+                      "RFC 6901 JSON Pointer syntax (REG-36, D-14)")
 
 
 def _collection_rules(doc: dict[str, Any]) -> Iterator[Refusal]:
@@ -387,12 +518,17 @@ def _collection_rules(doc: dict[str, Any]) -> Iterator[Refusal]:
     pages = _get(doc, "collection", "pages")
     kind = _get(discovery, "kind")
     max_requests = _get(doc, "limits", "max_requests")
+    listing = _int(_get(discovery, "max_requests"), 64)
+    fetches = _int(_get(pages, "max_fetches_per_run"), 10_000)
     if max_requests is None:
-        yield Refusal("MAX_REQUESTS_REQUIRED", "/limits/max_requests", "a collection must state limits.max_requests",
+        fits = ""
+        if None not in (listing, fetches):
+            fits = (f"; the smallest value that fits is {listing + fetches} (discovery.max_requests {listing} + "
+                    f"pages.max_fetches_per_run {fetches}): add \"max_requests\": {listing + fetches} to limits, "
+                    f"or {listing + 2 * fetches} where redirects and retries are likely")
+        yield Refusal("MAX_REQUESTS_REQUIRED", "/limits/max_requests", f"a collection must state limits.max_requests{fits}",
                       "limits.max_requests is required (REG-11)")
     else:
-        listing = _int(_get(discovery, "max_requests"), 64)
-        fetches = _int(_get(pages, "max_fetches_per_run"), 10_000)
         total = _int(max_requests, None)
         if None not in (listing, fetches, total) and listing + fetches > total:
             yield Refusal("REQUEST_BUDGET_SUM", "/limits/max_requests",
@@ -406,8 +542,7 @@ def _collection_rules(doc: dict[str, Any]) -> Iterator[Refusal]:
         # the schema's pattern refuses the plainly malformed; this catches numeric hosts, trailing dots and the like
         if isinstance(origin, str) and _ORIGIN_SHAPE.match(origin) and not urls.is_canonical_origin(origin):
             yield Refusal("ORIGIN_NOT_CANONICAL", f"/collection/pages/allowed_origins/{index}",
-                          f"{origin!r} is not a canonical https origin with a DNS host name",
-                          "canonical https origins (REG-21, D-40)")
+                          _origin_message(origin), "canonical https origins (REG-21, D-40)")
 
     yield from _discovery_rules(doc, discovery, pages, allowed)
 
@@ -460,7 +595,10 @@ def _discovery_url_rules(url: str, discovery: dict[str, Any], allowed: tuple[str
         yield Refusal("DISCOVERY_URL_INVALID", where, f"discovery.url {url!r}: {reason or 'carries a fragment'}",
                       "an absolute https URL this source may reach: no userinfo, port, fragment, whitespace or numeric host (REG-35, URL-09 to URL-12)")
         return
-    if allowed and origin not in allowed:
+    # One refusal per root cause: an entry refused as non-canonical whose correction is the
+    # discovery origin ("https://WWW.Example.com/") is that entry's refusal, not a second one.
+    meant = {urls.origin_fix(o)[1] for o in allowed}
+    if allowed and origin not in allowed and origin not in meant:
         yield Refusal("DISCOVERY_ORIGIN_NOT_ALLOWED", "/collection/pages/allowed_origins",
                       f"allowed_origins does not include the discovery origin {origin}",
                       "allowed_origins includes the discovery address's origin (REG-22)")
@@ -535,7 +673,26 @@ def _source_rules(doc: dict[str, Any]) -> tuple[list[Refusal], ReaderPin | None]
 
 # --- putting it together ---------------------------------------------------------------
 
+def _one_per_cause(refusals: list[Refusal]) -> list[Refusal]:
+    """A fractional number (`0.5`) is one mistake: the JSON rule names it, and the schema's
+    "must be an integer" and bound at the same member only repeat it. The bound is kept in
+    the one refusal's message, as the range to write the integer in."""
+    fractional = {r.pointer for r in refusals if r.code == "JSON_FRACTIONAL_NUMBER"}
+    if not fractional:
+        return refusals
+    bounds = {r.pointer: r.rule for r in refusals if r.code == "SCHEMA_BOUND" and r.pointer in fractional}
+    kept = []
+    for r in refusals:
+        if r.pointer in fractional and r.code in ("SCHEMA_TYPE", "SCHEMA_BOUND"):
+            continue
+        if r.code == "JSON_FRACTIONAL_NUMBER" and r.pointer in bounds:
+            r = Refusal(r.code, r.pointer, f"{r.message} within {bounds[r.pointer]}", r.rule, r.line, r.column)
+        kept.append(r)
+    return kept
+
+
 def _ordered(refusals: list[Refusal], parsed: jsondoc.Parsed) -> tuple[Refusal, ...]:
+    refusals = _one_per_cause(refusals)
     placed = []
     for index, refusal in enumerate(refusals):
         line, column = (refusal.line, refusal.column) if refusal.line is not None else parsed.position(refusal.pointer)

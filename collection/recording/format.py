@@ -147,7 +147,12 @@ def parse_fixture(document) -> Fixture:
             document = json.loads(document)
         except ValueError as exc:
             raise FixtureError("", f"not JSON: {exc}") from None
-    errors = sorted(schema_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+        except RecursionError:
+            raise FixtureError("", "the document nests too deeply to read") from None
+    try:
+        errors = sorted(schema_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    except RecursionError:
+        raise FixtureError("", "the document nests too deeply to check") from None
     if errors:
         first = errors[0]
         raise FixtureError(_pointer(first.absolute_path), first.message)

@@ -19,20 +19,43 @@ the run's recorded start (the shell sets the virtual clock there before the run)
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import zlib
+import stat
 import threading
 from dataclasses import replace
 from typing import Callable
 from urllib.parse import urlsplit
 
 from collection import urls
+from collection.recording import decoding
 from collection.recording.format import Fixture, FixtureError, RecordedResponse, parse_fixture
 from collection.fetch.transport import Request, TransportError, check_request_headers, header_value
 
 _DRIP_STEP_SECONDS = 0.1
+
+
+# The largest fixture document read (decompressed), and the largest body file: a fixture is
+# test material or a recorded corpus, and a gzip bomb or a device must stay a refusal.
+MAX_FIXTURE_BYTES = 1024 * 1024 * 1024
+MAX_BODY_FILE_BYTES = 64 * 1024 * 1024
+
+
+def _body_file(base: str, name: str, pointer: str) -> bytes:
+    """A `file` body: a regular file whose real path (symlinks resolved) is inside `base`."""
+    full = os.path.realpath(os.path.join(base, name))
+    if not full.startswith(base + os.sep):
+        raise FixtureError(pointer, f"body file {name!r} resolves outside the fixture's folder")
+    try:
+        info = os.stat(full)
+        if not stat.S_ISREG(info.st_mode):
+            raise FixtureError(pointer, f"body file {name!r} is not a regular file")
+        if info.st_size > MAX_BODY_FILE_BYTES:
+            raise FixtureError(pointer, f"body file {name!r} is larger than {MAX_BODY_FILE_BYTES} bytes")
+        with open(full, "rb") as handle:
+            return handle.read(MAX_BODY_FILE_BYTES + 1)
+    except OSError as exc:
+        raise FixtureError(pointer, f"cannot read body file {name!r}: {exc.strerror or exc}") from None
 
 
 def load_fixture(path: str) -> Fixture:
@@ -40,28 +63,28 @@ def load_fixture(path: str) -> Fixture:
 
     The file may be gzip-compressed (recognised by its magic bytes, whatever its name)."""
     with open(path, "rb") as handle:
-        data = handle.read()
+        data = handle.read(MAX_FIXTURE_BYTES + 1)
+    if len(data) > MAX_FIXTURE_BYTES:
+        raise FixtureError("", f"the fixture file is larger than {MAX_FIXTURE_BYTES} bytes")
     if data[:2] == b"\x1f\x8b":
         # A gzip-compressed fixture file (the demo corpus is one): same JSON inside.
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
+            unpacked = decoding.decode(data, "gzip", MAX_FIXTURE_BYTES)
+        except decoding.TooLarge:
+            raise FixtureError("", f"the gzip fixture file decompresses to more than {MAX_FIXTURE_BYTES} bytes") from None
+        except decoding.Undecodable as exc:
             raise FixtureError("", f"broken gzip fixture file: {exc}") from None
+        if not unpacked.complete:
+            raise FixtureError("", "broken gzip fixture file: the stream is cut short")
+        data = unpacked.body
     fixture = parse_fixture(data)
-    base = os.path.dirname(os.path.abspath(path))
+    base = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     exchanges = []
     for i, exchange in enumerate(fixture.exchanges):
         responses = []
         for j, response in enumerate(exchange.responses):
             if response.body_file is not None:
-                full = os.path.normpath(os.path.join(base, response.body_file))
-                if not full.startswith(base + os.sep):
-                    raise FixtureError(f"/{i}", f"body file {response.body_file!r} leaves the fixture's folder")
-                try:
-                    with open(full, "rb") as handle:
-                        response = replace(response, body=handle.read())
-                except OSError as exc:
-                    raise FixtureError(f"/{i}", f"cannot read body file {response.body_file!r}: {exc}") from None
+                response = replace(response, body=_body_file(base, response.body_file, f"/{i}"))
             responses.append(response)
         exchanges.append(replace(exchange, responses=tuple(responses)))
     return Fixture(tuple(exchanges), fixture.runs)

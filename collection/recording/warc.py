@@ -31,16 +31,16 @@ import http
 import io
 import json
 import uuid
-import zlib
 from dataclasses import dataclass, field
 
 from warcio.archiveiterator import ArchiveIterator
-from warcio.bufferedreaders import BufferedReader, ChunkedDataReader
+from warcio.bufferedreaders import ChunkedDataReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from collection import urls
+from collection.recording import decoding
 from collection.recording.format import Exchange, Fixture, RecordedResponse, dump_response, parse_fixture
 
 FIXTURE_FIELD = "WARC-Fixture"
@@ -72,21 +72,28 @@ def _target(record) -> str | None:
     return uri or None
 
 
-def _decode(raw: bytes, headers: list[tuple[str, str]]) -> tuple[bytes, str | None]:
-    """The body with transfer- and content-encoding removed (warcio's readers)."""
+# The largest body an import decodes: twice the fetcher's per-body cap, so that every body a
+# live run could have read is imported, and a bomb in an archive is a skipped record.
+MAX_DECODED_BYTES = 64 * 1024 * 1024
+
+
+def _decode(raw: bytes, headers: list[tuple[str, str]], cut: bool):
+    """(body, complete, headers): transfer- and content-encoding removed (the headers stay as
+    archived: replay drops the coding headers of the decoded bodies it serves), and whether the
+    body is whole — its block was not cut (`cut`), it is as long as its Content-Length
+    says, and its encoded stream reached its end. Raises decoding.Undecodable (an unknown
+    coding, or bytes not in it) or decoding.TooLarge."""
     get = lambda name: next((v for k, v in headers if k.lower() == name), None)  # noqa: E731
-    encoding = (get("content-encoding") or "").strip().lower() or None
-    if encoding not in BufferedReader.get_supported_decompressors():
-        encoding = None
+    complete = not cut
     chunked = "chunked" in (get("transfer-encoding") or "").lower()
-    if not chunked and encoding is None:
-        return raw, None
-    try:
-        reader = (ChunkedDataReader(io.BytesIO(raw), decomp_type=encoding) if chunked
-                  else BufferedReader(io.BytesIO(raw), decomp_type=encoding))
-        return reader.read(), None
-    except (zlib.error, OSError, ValueError, EOFError) as exc:
-        return raw, f"could not decode ({exc}); kept as archived"
+    if chunked:
+        raw = ChunkedDataReader(io.BytesIO(raw), decomp_type=None).read()
+    else:
+        length = (get("content-length") or "").strip()
+        if length.isdigit() and len(raw) < int(length):
+            complete = False
+    decoded = decoding.decode(raw, get("content-encoding"), MAX_DECODED_BYTES)
+    return decoded.body, complete and decoded.complete, headers
 
 
 def _extra(record) -> dict:
@@ -124,7 +131,7 @@ def import_warcs(paths) -> tuple[Fixture, dict]:
     payload_by_uri_date: dict[tuple[str, str], RecordedResponse] = {}
     revisits: list[tuple] = []
     stats = {"files": len(paths), "records": 0, "responses": 0, "revisits_resolved": 0, "skipped": 0,
-             "skipped_by_type": {}, "notes": []}
+             "skipped_by_type": {}, "truncated": 0, "notes": []}
     order = 0
 
     def skip(kind: str, note: str | None = None) -> None:
@@ -173,6 +180,7 @@ def import_warcs(paths) -> tuple[Fixture, dict]:
                         continue
                     headers = [(k, v) for k, v in record.http_headers.headers]
                     raw = record.raw_stream.read()
+                    cut = getattr(record.raw_stream, "limit", 0) > 0    # the archive ends inside the block
                     if kind == "revisit":
                         revisits.append((url, date, order, status, tuple(headers), extra, record_id,
                                          record.rec_headers.get_header("WARC-Refers-To"),
@@ -180,10 +188,20 @@ def import_warcs(paths) -> tuple[Fixture, dict]:
                                          record.rec_headers.get_header("WARC-Refers-To-Target-URI"),
                                          record.rec_headers.get_header("WARC-Refers-To-Date")))
                         continue
-                    body, note = _decode(raw, headers)
-                    if note:
-                        stats["notes"].append(f"{url}: {note}")
-                    response = RecordedResponse(status, tuple(headers), body)
+                    try:
+                        body, complete, headers = _decode(raw, headers, cut)
+                    except (decoding.Undecodable, decoding.TooLarge) as exc:
+                        skip(kind, f"{url}: {exc}; the record is not imported")
+                        continue
+                    drop_after = None
+                    if not complete:
+                        # a short record is never a complete answer: it replays as a
+                        # connection that dropped after the bytes the archive holds
+                        stats["truncated"] += 1
+                        stats["notes"].append(f"{url}: the record is cut short ({len(body)} bytes); "
+                                              "imported as a connection dropped after them")
+                        drop_after = len(body)
+                    response = RecordedResponse(status, tuple(headers), body, drop_after=drop_after)
                     if extra:
                         response = _with_extra(response, extra)
                     stats["responses"] += 1

@@ -18,8 +18,10 @@ one its transport reports when it has one (a replayed recording's), else the clo
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -39,10 +41,11 @@ from collection.fetch.pacer import Pacer
 from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
 from collection.run.gcpause import paused_gc
-from collection.merge.ledger import MergeInvalid, read_ledger, write_ledger
+from collection.merge.ledger import MergeInvalid, check_ledger_header, read_ledger, write_ledger
 from collection.discover.common import ListingFailure, ListingResponse
+from collection.discover.findings import discovery_warning
 from collection.fetch.mediatypes import page_accepted
-from collection.merge.engine import check_predecessor, merge, prepare
+from collection.merge.engine import merge, prepare
 from collection.recipe.model import Source
 from collection.merge.outcomes import FAILED, FETCHED, SKIPPED_ORIGIN, DiscoveryOutcome, PageResult, rfc3339
 from collection.merge.planner import Choice, Planner, Revisit, Stop, Wait
@@ -50,8 +53,8 @@ from collection.fetch.politeness import PER_ORIGIN_IN_FLIGHT, WORKER_CAP, Polite
 from collection.readers.base import DecodeFailure, Pin, decode
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import register_bytes
-from collection.merge.relation import scan_relation
-from collection.store.generations import LEDGER, RELATION, RUN_RECORD, StateLocked, StateStore
+from collection.merge.relation import check_relation_header, scan_relation
+from collection.store.generations import LEDGER, RELATION, RUN_RECORD, StateDamaged, StateLocked, StateStore
 from collection.merge.states import DEADLINE
 from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
 
@@ -175,33 +178,88 @@ def _merge_invalid(exc: MergeInvalid) -> RefusedError:
     return RefusedError(exc.to_refusal())
 
 
-def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool) -> _Predecessor:
-    """The predecessor's ledger and row counts, every check done before any request."""
-    record = store.read_record() if store.current() else None
-    run_number = int(record.get("run_number", 0)) if isinstance(record, dict) else 0
-    if resync or store.current() is None:
-        return _Predecessor({}, {}, None, run_number)
-    ledger_path, relation_path = store.current_file(LEDGER), store.current_file(RELATION)
+class _Damaged(Exception):
+    """The predecessor's files are damaged (not merely another run's format, REF-05/06)."""
+
+    def __init__(self, refusal: Refusal):
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def _read_state_file(path: str, name: str, read):
+    """`read(handle)` over one state file; damage comes back naming that file (D-02)."""
     try:
-        with open(ledger_path, newline="", encoding="utf-8") as lf, \
-                open(relation_path, newline="", encoding="utf-8") as rf:
-            problem = check_predecessor(lf, rf, columns)
-            if problem is not None:
-                raise _merge_invalid(problem)
-            lf.seek(0)
-            rf.seek(0)
-            with paused_gc():
-                ledger = read_ledger(lf)
-                rows = scan_relation(rf, columns)
+        with open(path, newline="", encoding="utf-8") as handle:
+            return read(handle)
+    except MergeInvalid as exc:
+        if exc.rule in ("REF-05", "REF-06"):
+            raise _merge_invalid(exc) from None        # another format: --resync is the answer
+        raise _Damaged(exc.to_refusal()) from None
+    except UnicodeDecodeError as exc:
+        raise _Damaged(Refusal("COLLECTION_MERGE_INVALID", "", f"{name}: not UTF-8 ({exc})", "D-02")) from None
+    except csv.Error as exc:
+        raise _Damaged(Refusal("COLLECTION_MERGE_INVALID", "", f"{name}: not readable CSV ({exc})", "D-02")) from None
+
+
+def _load_predecessor(store: StateStore, current: str, columns: tuple[str, ...], run_number: int) -> _Predecessor:
+    ledger_path, relation_path = os.path.join(current, LEDGER), os.path.join(current, RELATION)
+
+    def ledger_of(handle):
+        problem = check_ledger_header(handle)
+        if problem is not None:
+            raise problem
+        handle.seek(0)
+        with paused_gc():
+            return read_ledger(handle)
+
+    def rows_of(handle):
+        problem = check_relation_header(handle, columns)
+        if problem is not None:
+            raise problem
+        handle.seek(0)
+        with paused_gc():
+            return scan_relation(handle, columns)
+
+    ledger = _read_state_file(ledger_path, LEDGER, ledger_of)
+    rows = _read_state_file(relation_path, RELATION, rows_of)
+    try:
         # the relation must not hold pages its ledger does not know (MERGE-01): prepare
         # checks that, so ask it now with an empty discovery rather than after the listings
-        prepare(ledger, DiscoveryOutcome((), 0, True, None, "explicit"), rows, now=rfc3339(0), max_pages=len(ledger) or 1)
+        prepare(ledger, DiscoveryOutcome((), 0, True, None, "explicit"), rows, now=rfc3339(0),
+                max_pages=len(ledger) or 1)
     except MergeInvalid as exc:
-        raise _merge_invalid(exc) from None
-    except UnicodeDecodeError as exc:
-        raise RefusedError(Refusal("COLLECTION_MERGE_INVALID", "relation.csv", f"state file is not UTF-8: {exc}",
-                                   "D-02")) from None
+        raise _Damaged(exc.to_refusal()) from None
     return _Predecessor(ledger, rows, relation_path, run_number)
+
+
+def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool, log) -> _Predecessor:
+    """The predecessor's ledger and row counts, every check done before any request.
+
+    A damaged state directory (StateDamaged: the pointer, a missing or irregular file,
+    run.json; or damaged ledger/relation contents) refuses a refresh, naming the file. A
+    resync reads the predecessor all the same, and sets a damaged one aside (never
+    deleting it) so that a run can always get going again."""
+    try:
+        current = store.check()
+        if current is None:
+            return _Predecessor({}, {}, None, store.next_number() - 1)
+        run_number = store.read_record()["run_number"]
+        predecessor = _load_predecessor(store, current, columns, run_number)
+    except (StateDamaged, _Damaged) as exc:
+        refusal = exc.to_refusal() if isinstance(exc, StateDamaged) else exc.refusal
+        if not resync:
+            raise RefusedError(refusal) from None
+        run_number = store.next_number() - 1
+        moved = store.set_aside(exc)
+        log("state_set_aside", problem=refusal.message, moved_to=moved)
+        return _Predecessor({}, {}, None, run_number)
+    except RefusedError:
+        if not resync:
+            raise
+        return _Predecessor({}, {}, None, run_number)    # another format: a resync starts afresh
+    if resync:
+        return _Predecessor({}, {}, None, run_number)
+    return predecessor
 
 
 def _discover(source: Source, fetcher: Fetcher, log) -> tuple[DiscoveryOutcome, float | None]:
@@ -311,7 +369,7 @@ class _Dispatcher:
                 if self.planner_done and not self.buffered:
                     return None
             # Wait: fetches in flight at max_fetches_per_run may still fail and free a slot.
-            # A worker may block only in sleep_until on a virtual clock (clock.py).
+            # A worker may block only in sleep_until on a virtual clock (fetch/clock.py).
             self.clock.sleep_until(self.clock.monotonic() + _IDLE_POLL_SECONDS)
 
     def report(self, choice: Choice, result: PageResult | None) -> None:
@@ -330,7 +388,18 @@ class _Dispatcher:
         return self.buffered > 0 or self.unfinished > 0 or self.planner.remaining > 0
 
 
-def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
+def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock, log=None) -> PageResult | None:
+    try:
+        return _fetch_and_decode(choice, fetcher, pin, accepted, clock)
+    except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
+        # The page fails with a code (retried next run, counted in the run record and in
+        # `status`); the worker goes on with the next page.
+        if log is not None:
+            log("page_internal_error", page_id=choice.page_id, error=f"{type(exc).__name__}: {exc}")
+        return PageResult(choice.page_id, FAILED, rfc3339(clock.wall()), failure_code="internal_error")
+
+
+def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
     out = fetcher.fetch(FetchSpec(choice.url, B.PAGE, accepted))
     at = rfc3339(out.completed_at if out.completed_at is not None else clock.wall())
     if out.outcome == F_FETCHED:
@@ -353,14 +422,16 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
     def work(participant) -> None:
         with participant if participant is not None else nullcontext():
             while (choice := dispatcher.take()) is not None:
-                result = _fetch_page(choice, fetcher, pin, accepted, clock)
+                result = _fetch_page(choice, fetcher, pin, accepted, clock, log)
                 dispatcher.report(choice, result)
+                if progress is not None:
+                    progress.tick()
                 log("page", page_id=choice.page_id, why=choice.why,
                     outcome=result.outcome if result else "stopped",
                     code=result.failure_code if result else fetcher.budget.exhausted)
 
     # Every participant is enrolled before any starts: a virtual clock that takes turns
-    # must know all of them before it hands out the first (clock.py).
+    # must know all of them before it hands out the first (fetch/clock.py).
     virtual = isinstance(clock, VirtualClock)
     participants = [clock.enroll() if virtual else None for _ in range(count - (1 if inline else 0))]
     threads = [threading.Thread(target=work, args=(participant,), daemon=True, name="collection-worker")
@@ -447,7 +518,7 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
 def _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin, columns, pages,
                 clock, leave_clock=None) -> dict:
     with StateStore(settings.state_dir, keep=settings.keep) as store:
-        predecessor = _read_predecessor(store, columns, resync)
+        predecessor = _read_predecessor(store, columns, resync, log)
         run_number = predecessor.run_number + 1
         transport = shared.transport if shared is not None else shell.transport_for(run_number)
         started_mono = clock.monotonic()
@@ -505,6 +576,10 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             # (requests, bytes, deadline) counts only when it left work undone
             undone = dispatcher.left_undone or not discovery.complete
             budget_exhausted = planner.stop_reason or (budget.exhausted if undone else None)
+            if budget_exhausted is None and budget.exhausted == B.MAX_SOURCE_BYTES:
+                # FETCH-14: reaching the byte cap ends the run with "max_source_bytes", even
+                # when the page that reached it was the last one chosen (it failed on it)
+                budget_exhausted = B.MAX_SOURCE_BYTES
             ended = None            # a single run reads the clock when its generation is written
             if leave_clock is not None:
                 ended = (clock.wall(), clock.monotonic())
@@ -564,12 +639,21 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
                          "total": counts.charged},
             "bytes": counts.bytes,
             "discovery": {"stop_reason": discovery.stop_reason, "dropped_records": discovery.dropped_records,
-                          "diagnostics": list(discovery.diagnostics)},
+                          "diagnostics": list(discovery.diagnostics),
+                          "warning": discovery_warning(source.collection.discovery, discovered=len(discovery.pages),
+                                                       dropped=discovery.dropped_records,
+                                                       first_run=not predecessor.ledger,
+                                                       stop_reason=discovery.stop_reason)},
             "clock": "virtual" if shell.virtual else "system",
             "duration_seconds": round((ended[1] if ended else clock.monotonic()) - started_mono, 3),
             "wall_seconds": round(time.monotonic() - wall_start, 3),
             "files": {RELATION: relation_digest.as_dict(), LEDGER: ledger_digest.as_dict()},
         }
+        unreachable = getattr(dispatcher.fetcher, "robots_unreachable", {})
+        if unreachable:
+            # D-66: origins whose robots.txt redirected outside allowed_origins (status advises)
+            record["robots_unreachable"] = [{"origin": origin, "redirect": target}
+                                            for origin, target in sorted(unreachable.items())]
         generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))
         store.commit(generation)
     except BaseException:

@@ -17,6 +17,7 @@ from collection.discover.driver import DiscoveryShapeError, EXPLICIT, start
 from collection.fetch.egress import Egress, parse_resolve
 from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS, FetchSpec, Fetcher
 from collection.discover.common import ListingResponse
+from collection.discover.findings import discovery_warning
 from collection.merge.outcomes import FETCHED
 from collection.fetch.politeness import Politeness
 from collection.recipe.refusal import Refusal
@@ -84,4 +85,15 @@ def _probe_source(source, where: str, transport, egress: Egress, token_options: 
     if result.failure is not None:
         return report, [_refusal("PROBE_FAILED", pointer, f"probing {request.url}: the listing could not be read "
                                  f"({result.stop_reason})")]
+    children = any(role == "child" for _, role in after.queue)   # a sitemapindex lists sitemaps, not pages
+    if not result.pages and not children:
+        warning = discovery_warning(discovery, discovered=0, dropped=result.dropped_records, first_run=True,
+                                    stop_reason=result.stop_reason)
+        return report, [_refusal("PROBE_NO_LINKS", _link_pointer(where, discovery.kind),
+                                 f"probing {request.url}: {warning}")]
     return report, []
+
+
+def _link_pointer(where: str, kind: str) -> str:
+    member = {"html_index": "records/selector", "json_api": "link/pointer"}.get(kind, "url")
+    return f"{where}/collection/discovery/{member}"

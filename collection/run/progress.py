@@ -25,43 +25,55 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
+    """`pages done/target · requests left · failures · ETA`, redrawn as pages finish.
+
+    The target counts what the run will attempt: failed and skipped pages do not use up
+    `max_fetches_per_run`, so each one moves the target on by one (never past the pages
+    chosen). Requests left are `limits.max_requests` minus the requests made, the figure the
+    run record reports at the end; reservations of requests still in flight are not
+    subtracted, so the count moves only when a request is really made."""
+
     def __init__(self, dispatcher, fetcher, planner, pages, stream=None, every: float = 0.5):
         self.dispatcher = dispatcher
         self.fetcher = fetcher
-        self.planner = planner
         self.stream = stream or sys.stderr
         self.every = every
-        self.chosen = min(len(planner.queue), pages.max_fetches_per_run)
+        self.queued = len(planner.queue)
+        self.max_fetches = pages.max_fetches_per_run
         self.hosts = max(1, len({urlsplit(c.url).hostname for c in planner.queue}))
         self._last = 0.0
         self._width = 0
+        self._lock = threading.Lock()
 
     def line(self) -> str:
-        d = self.dispatcher
-        done = sum(d.counts.values())
-        failures = d.counts.get("failed", 0)
-        left = max(0, self.chosen - done)
-        gap = self.fetcher.politeness.min_interval
-        eta = left * gap / self.hosts
-        requests_left = self.fetcher.budget.requests_left()
-        return (f"pages {done}/{self.chosen} · requests left {requests_left} · failures {failures}"
+        counts = self.dispatcher.counts
+        done = sum(counts.values())
+        not_fetched = done - counts.get("fetched", 0)
+        target = min(self.queued, self.max_fetches + not_fetched)
+        left = max(0, target - done)
+        eta = left * self.fetcher.politeness.min_interval / self.hosts
+        budget = self.fetcher.budget
+        requests_left = max(0, budget.max_requests - budget.counts().charged)
+        return (f"pages {done}/{target} · requests left {requests_left} · failures {counts.get('failed', 0)}"
                 f" · ETA {_duration(eta)}")
 
     def tick(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last < self.every:
-            return
-        self._last = now
-        text = self.line()
-        pad = max(0, self._width - len(text))
-        self._width = len(text)
-        self.stream.write("\r" + text + " " * pad)
-        self.stream.flush()
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._last < self.every:
+                return
+            self._last = now
+            text = self.line()
+            pad = max(0, self._width - len(text))
+            self._width = len(text)
+            self.stream.write("\r" + text + " " * pad)
+            self.stream.flush()
 
     def done(self) -> None:
         self.tick(force=True)
-        self.stream.write("\n")
-        self.stream.flush()
+        with self._lock:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 class JsonLog:

@@ -32,6 +32,8 @@ import json
 import os
 import re
 import shutil
+import stat
+import time
 from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
@@ -42,6 +44,9 @@ LEDGER = "ledger.csv"
 RUN_RECORD = "run.json"
 FILES = (RELATION, LEDGER, RUN_RECORD)
 DEFAULT_KEEP = 3
+
+SET_ASIDE = "set-aside"        # DIR/set-aside/: damaged generations --resync moved out of the way
+STATE_DAMAGED = "STATE_DAMAGED"
 
 _GENERATION = re.compile(r"\A[0-9]{6,}\Z")
 _TMP_PREFIX = ".tmp-"
@@ -61,6 +66,26 @@ class StateLocked(Exception):
                        "released automatically)", "one run per state directory")
 
 
+class StateDamaged(ValueError):
+    """The state directory is not what a run left: `current` is not a symlink to a generation,
+    a generation file is missing or not a regular file, or run.json is unreadable. `file`
+    names what is wrong (relative to DIR), `problem` says how. A refresh refuses with
+    STATE_DAMAGED; `run --resync` sets the damaged generation aside and starts again."""
+
+    def __init__(self, directory: str, file: str, problem: str):
+        super().__init__(f"{os.path.join(directory, file)}: {problem}")
+        self.directory = directory
+        self.file = file
+        self.problem = problem
+        self.code = STATE_DAMAGED
+
+    def to_refusal(self) -> Refusal:
+        return Refusal(STATE_DAMAGED, "", f"{os.path.join(self.directory, self.file)}: {self.problem}; "
+                       "`collection run --resync` sets the damaged generation aside (under "
+                       f"{os.path.join(self.directory, SET_ASIDE)}) and starts again",
+                       "state directory (GUIDE: State)")
+
+
 def _fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -74,7 +99,10 @@ def _generation_number(name: str) -> int | None:
 
 
 def current_generation(directory: str) -> str | None:
-    """The directory `DIR/current` names, or None when there is none yet (read-only)."""
+    """The directory `DIR/current` names, or None when there is none yet (read-only).
+
+    Raises StateDamaged when `current` is not a symlink; `check_generation` checks what it
+    names."""
     link = os.path.join(directory, "current")
     try:
         target = os.readlink(link)
@@ -82,9 +110,68 @@ def current_generation(directory: str) -> str | None:
         return None
     except OSError as exc:
         if exc.errno == errno.EINVAL:   # not a symlink: not a directory this module wrote
-            raise ValueError(f"{link} is not a symlink") from None
+            kind = "a directory" if os.path.isdir(link) else "a file"
+            raise StateDamaged(directory, "current", f"is {kind}, not the symlink to a generation "
+                               "that every run writes") from None
         raise
     return os.path.normpath(os.path.join(directory, target))
+
+
+# run.json members that status and the next run read, with the type each must have
+_RECORD_MEMBERS = (("run_number", int), ("generation", str), ("finished_at", str), ("coverage", dict),
+                   ("truncated", bool), ("rows", int), ("corrections", list))
+
+
+def check_generation(directory: str) -> str | None:
+    """The current generation's path after checking it is whole enough to read: `current`
+    a symlink to a directory, its three files regular files (a FIFO would hang a reader),
+    run.json a JSON object with the members readers use. None before the first run;
+    StateDamaged naming the file otherwise. Reads run.json only (small)."""
+    path = current_generation(directory)
+    if path is None:
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise StateDamaged(directory, "current", f"names {os.readlink(os.path.join(directory, 'current'))!r}, "
+                           "which does not exist (a dangling symlink)") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StateDamaged(directory, "current", "is a symlink loop") from None
+        raise
+    if not stat.S_ISDIR(mode):
+        raise StateDamaged(directory, "current", "does not name a directory")
+    generation = os.path.relpath(path, directory)
+    for name in FILES:
+        try:
+            file_mode = os.stat(os.path.join(path, name)).st_mode
+        except FileNotFoundError:
+            raise StateDamaged(directory, os.path.join(generation, name), "is missing") from None
+        if not stat.S_ISREG(file_mode):
+            raise StateDamaged(directory, os.path.join(generation, name),
+                               "is not a regular file (a FIFO, device or directory)")
+    read_record_file(directory, path)
+    return path
+
+
+def read_record_file(directory: str, path: str) -> dict:
+    """run.json of the generation at `path`, checked; StateDamaged when it cannot serve."""
+    where = os.path.join(os.path.relpath(path, directory), RUN_RECORD)
+    try:
+        with open(os.path.join(path, RUN_RECORD), "rb") as handle:
+            record = json.loads(handle.read())
+    except (ValueError, RecursionError) as exc:
+        raise StateDamaged(directory, where, f"is not JSON (truncated or damaged): {exc}") from None
+    if not isinstance(record, dict):
+        raise StateDamaged(directory, where, "is not a JSON object")
+    for member, kind in _RECORD_MEMBERS:
+        value = record.get(member)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise StateDamaged(directory, where, f"member {member!r} is {value!r}, not a JSON "
+                               f"{ {int: 'integer', str: 'string', dict: 'object', bool: 'boolean', list: 'array'}[kind] }")
+    if record["run_number"] < 1:
+        raise StateDamaged(directory, where, f"member 'run_number' is {record['run_number']}, not a positive integer")
+    return record
 
 
 class _HashingFile:
@@ -203,11 +290,44 @@ class StateStore:
         return None if path is None else os.path.join(path, name)
 
     def read_record(self) -> dict | None:
-        path = self.current_file(RUN_RECORD)
-        if path is None:
-            return None
-        with open(path, "rb") as handle:
-            return json.loads(handle.read())
+        path = self.current()
+        return None if path is None else read_record_file(self.directory, path)
+
+    def check(self) -> str | None:
+        """The current generation, checked (StateDamaged when it cannot be read)."""
+        return check_generation(self.directory)
+
+    def next_number(self) -> int:
+        """The number the next generation gets (set-aside ones included, so none repeats)."""
+        numbers = self._numbers()
+        aside = os.path.join(self.directory, SET_ASIDE)
+        if os.path.isdir(aside):
+            numbers += [int(m.group(0)) for m in (re.match(r"[0-9]{6,}", n) for n in os.listdir(aside)) if m]
+        return max(numbers, default=0) + 1
+
+    def set_aside(self, damage: Exception) -> str | None:
+        """Move the damaged current generation (or a `current` that is not a symlink) to
+        DIR/set-aside/ and remove the pointer, so a resync can start; never deletes.
+        Returns where it went (None when there was nothing to move)."""
+        self._require_lock()
+        aside = os.path.join(self.directory, SET_ASIDE)
+        os.makedirs(aside, exist_ok=True)
+        link = os.path.join(self.directory, "current")
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        moved = None
+        if os.path.islink(link):
+            target = os.path.normpath(os.path.join(self.directory, os.readlink(link)))
+            inside = os.path.dirname(target) == self.generations
+            if inside and os.path.isdir(target) and not os.path.islink(target):
+                moved = os.path.join(aside, f"{os.path.basename(target)}-{stamp}")
+                os.rename(target, moved)
+            os.unlink(link)
+        elif os.path.lexists(link):
+            moved = os.path.join(aside, f"current-{stamp}")
+            os.rename(link, moved)
+        _fsync_dir(aside)
+        _fsync_dir(self.directory)
+        return moved
 
     def _numbers(self) -> list[int]:
         found = []
@@ -226,12 +346,20 @@ class StateStore:
             if name.startswith(_LINK_TMP_PREFIX):
                 os.unlink(os.path.join(self.directory, name))
                 removed.append(name)
-        current = self.current()
+        try:
+            current = self.current()
+        except StateDamaged:
+            current = ""       # damaged: only temporary leftovers go; the run decides the rest
         current_number = _generation_number(os.path.basename(current)) if current else None
+        # a damaged or foreign `current`, or none since a resync set one aside: finished
+        # generations may be all that is left of the history, so none is removed here
+        foreign = (current == "" or (current is not None and current_number is None)
+                   or (current is None and os.path.isdir(os.path.join(self.directory, SET_ASIDE))))
         for name in os.listdir(self.generations):
             path = os.path.join(self.generations, name)
             number = _generation_number(name)
-            never_current = number is not None and (current_number is None or number > current_number)
+            never_current = (number is not None and not foreign
+                             and (current_number is None or number > current_number))
             if name.startswith(_TMP_PREFIX) or never_current:
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(os.path.join("generations", name))
@@ -243,8 +371,7 @@ class StateStore:
     # --- writing ----------------------------------------------------------------------------
     def begin(self) -> Generation:
         self._require_lock()
-        numbers = self._numbers()
-        number = (numbers[-1] if numbers else 0) + 1
+        number = self.next_number()
         path = os.path.join(self.generations, f"{_TMP_PREFIX}{number:06d}-{os.getpid()}")
         os.mkdir(path)
         return Generation(self, number, path)
@@ -269,6 +396,8 @@ class StateStore:
     def prune(self) -> list[int]:
         """Keep the newest `keep` generations (the current one always)."""
         current = self.current()
+        if current is None:
+            return []
         current_number = _generation_number(os.path.basename(current)) if current else None
         numbers = self._numbers()
         doomed = [n for n in numbers[:-self.keep] if n != current_number]

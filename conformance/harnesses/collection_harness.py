@@ -13,7 +13,6 @@ case runs, so the suite's strictness can be measured.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -26,6 +25,15 @@ from datetime import datetime
 PROTOCOL_VERSION = 1
 CAPABILITIES = ["inline", "loopback", "registration", "runs", "virtual_clock", "codes:collection-v1",
                 "action_plan", "deadline", "clock_advance"]
+
+
+def _csv_rows(handle):
+    """The ledger's rows, read with the state files' own reader (no 128 KiB field limit)."""
+    from collection.merge import csvio
+
+    rows = csvio.reader(handle)
+    header = next(rows, [])
+    return [dict(zip(header, row)) for row in rows]
 
 
 def _apply_mutant() -> None:
@@ -142,7 +150,7 @@ class Session:
         with open(os.path.join(current, "ledger.csv"), encoding="utf-8", newline="") as handle:
             ledger = [{"page_id": r["page_id"], "state": r["state"], "revision": int(r["revision"]),
                        "failure_code": r["failure_code"] or None, "landed_url": r["landed_url"] or None}
-                      for r in csv.DictReader(handle)]
+                      for r in _csv_rows(handle)]
         return {"outcome": "ok", "coverage": record["coverage"], "truncated": record["truncated"],
                 "relation": relation, "ledger": ledger,
                 "corrections": [c["page_id"] for c in record["corrections"]],

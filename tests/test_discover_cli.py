@@ -1,0 +1,148 @@
+"""`collection discover RECIPE FILE`: the listing dry-run on saved listings of every kind.
+
+Covers DISC-10 to DISC-23 (what a listing yields), D-27 (records without a usable link are
+dropped, each with its reason), PAG-04, PAG-09, PAG-11, PAG-13 (the next request each grammar
+makes) and D-24 (a next address outside allowed_origins).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from collection.cli import cli
+from recipes_kit import recipe, write
+
+LISTINGS = Path(__file__).resolve().parent / "data" / "listings"
+
+HTML = {"kind": "html_index", "url": "https://www.example.com/minutes",
+        "pagination": {"kind": "next_selector", "selector": "a.pager__next"},
+        "records": {"selector": "div.views-row h3.title a"}}
+WORDPRESS = {"kind": "json_api", "url": "https://www.example.com/wp-json/wp/v2/decisions?per_page=100",
+             "pagination": {"kind": "page_parameter", "parameter": "page"},
+             "records": {"pointer": ""}, "link": {"pointer": "/link"}, "identity": {"pointer": "/id"},
+             "revision": {"pointer": "/modified"}}
+CURSOR = {"kind": "json_api", "url": "https://api.example.com/items",
+          "pagination": {"kind": "cursor", "parameter": "cursor", "pointer": "/meta/next_cursor"},
+          "records": {"pointer": "/data"}, "link": {"pointer": "/url"}, "identity": {"pointer": "/uuid"},
+          "revision": {"pointer": "/updated"}}
+LINKS = {"kind": "json_api", "url": "https://www.example.com/records",
+         "pagination": {"kind": "link_header"}, "records": {"pointer": "/results"}, "link": {"pointer": "/self"}}
+SITEMAP = {"kind": "sitemap", "url": "https://www.example.com/sitemap.xml"}
+
+
+def dry(tmp_path, discovery, listing, *extra, origins=("https://www.example.com",)):
+    path = write(tmp_path, recipe(discovery, origins=origins))
+    result = CliRunner().invoke(cli, ["discover", str(path), str(LISTINGS / listing), "--json", *extra])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_html_index_with_next_selector(tmp_path):
+    status, report = dry(tmp_path, HTML, "drupal.html")
+    assert status == 0
+    assert [r["link"] for r in report["records"]] == [
+        "https://www.example.com/minutes/2026-01-12", "https://www.example.com/minutes/2026-01-26",
+        "https://www.example.com/minutes/2026-02-09"]
+    assert report["records"][0]["page_id"] == report["records"][0]["link"]     # DISC-10: canonical URL
+    assert report["next"] == ["https://www.example.com/minutes?page=1"]         # PAG-13
+    assert report["dropped"] == [] and report["warning"] is None
+
+
+def test_html_selector_matching_the_heading_drops_every_record_and_says_why(tmp_path):
+    """The classic mistake: the selector names the <h3>, which has no href (D-27)."""
+    status, report = dry(tmp_path, {**HTML, "records": {"selector": "div.views-row h3.title"}}, "drupal.html")
+    assert status == 0 and report["records"] == []
+    assert len(report["dropped"]) == 3 and all("no usable 'href'" in line for line in report["dropped"])
+    assert report["warning"].startswith("0 discovered: 3 records dropped, no usable href")
+    assert "the <a>" in report["warning"]
+
+
+def test_json_api_page_parameter_with_identity_and_revision(tmp_path):
+    status, report = dry(tmp_path, WORDPRESS, "wordpress.json")
+    assert status == 0
+    assert [(r["page_id"], r["revision"]) for r in report["records"]] == [
+        ("101", "2026-02-01T10:00:00"), ("102", "2026-02-03T09:30:00")]
+    assert report["dropped"] == ["https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=1: "
+                                 "record 2: no usable link at '/link'"]
+    assert report["next"] == ["https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=2"]  # PAG-04
+    assert report["warning"].startswith("2 discovered: 1 record dropped, no usable link at /link")
+
+
+def test_json_api_cursor(tmp_path):
+    status, report = dry(tmp_path, CURSOR, "cursor.json", origins=("https://api.example.com",))
+    assert status == 0 and [r["page_id"] for r in report["records"]] == ["a1", "b2"]
+    assert report["next"] == ["https://api.example.com/items?cursor=eyJwIjoyfQ%3D%3D"]   # PAG-11, D-23
+
+
+def test_json_api_link_header_from_a_given_header(tmp_path):
+    status, report = dry(tmp_path, LINKS, "links.json", "--header",
+                         'Link: </records?after=2>; rel="next", </records>; rel="first"')
+    assert status == 0
+    assert [r["link"] for r in report["records"]] == ["https://www.example.com/records/1",
+                                                      "https://www.example.com/records/2"]
+    assert report["next"] == ["https://www.example.com/records?after=2"]   # PAG-09
+    status, report = dry(tmp_path, LINKS, "links.json")
+    assert report["next"] == [] and report["stop"]["reason"] == "no_next"
+
+
+def test_link_header_next_outside_allowed_origins_fails(tmp_path):
+    status, report = dry(tmp_path, LINKS, "links.json", "--header", 'Link: <https://cdn.example.net/p2>; rel=next')
+    assert status == 1 and report["failure"]["code"] == "next_unreachable"   # D-24
+
+
+def test_sitemap_urlset_and_index(tmp_path):
+    status, report = dry(tmp_path, SITEMAP, "sitemap.xml")
+    assert status == 0
+    assert [(r["link"], r["revision"]) for r in report["records"]] == [
+        ("https://www.example.com/reports/1", "2026-01-05"), ("https://www.example.com/reports/2", "2026-01-07")]
+    assert len(report["dropped"]) == 1 and "no <loc>" in report["dropped"][0]
+    assert report["stop"]["reason"] == "single_request"
+    status, report = dry(tmp_path, SITEMAP, "sitemap_index.xml")
+    assert status == 0 and report["records"] == []
+    assert report["next"] == ["https://www.example.com/sitemap-1.xml", "https://www.example.com/sitemap-2.xml"]
+
+
+def test_explicit_lists_members_without_a_file_read(tmp_path):
+    explicit = {"kind": "explicit", "members": [{"page_id": "a", "url": "https://www.example.com/a"}]}
+    status, report = dry(tmp_path, explicit, "sitemap.xml")
+    assert status == 0 and report["records"] == [{"page_id": "a", "link": "https://www.example.com/a",
+                                                   "revision": None}]
+    assert report["stop"]["reason"] == "explicit"
+
+
+def test_url_moves_link_resolution_and_pagination(tmp_path):
+    status, report = dry(tmp_path, HTML, "drupal.html", "--url", "https://www.example.com/minutes?page=1")
+    assert report["url"] == "https://www.example.com/minutes?page=1"
+    assert report["next"] == []                    # the next link is the page itself
+    assert report["stop"]["reason"] == "repeated_address"
+
+
+def test_url_of_a_later_numbered_page_continues_from_its_number(tmp_path):
+    """PAG-04: a saved page=5 is followed by page=6, not page=2."""
+    status, report = dry(tmp_path, WORDPRESS, "wordpress.json", "--url",
+                         "https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=5")
+    assert status == 0
+    assert report["next"] == ["https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=6"]
+
+
+@pytest.mark.parametrize("media,code", [("application/json", "media_type_refused")])
+def test_wrong_media_type_and_wrong_shape_are_refused(tmp_path, media, code):
+    status, report = dry(tmp_path, HTML, "drupal.html", "--media-type", media)
+    assert status == 1 and report["failure"]["code"] == code                  # DISC-30
+    status, report = dry(tmp_path, {**WORDPRESS, "records": {"pointer": "/items"}}, "wordpress.json")
+    assert status == 1 and report["failure"]["code"] == "COLLECTION_MERGE_INVALID"   # D-13
+
+
+def test_text_output_and_usage_errors(tmp_path):
+    path = write(tmp_path, recipe(WORDPRESS))
+    result = CliRunner().invoke(cli, ["discover", str(path), str(LISTINGS / "wordpress.json")])
+    assert result.exit_code == 0
+    assert "record 101  link https://www.example.com/decisions/101/  revision 2026-02-01T10:00:00" in result.stdout
+    assert "dropped https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=1: record 2" in result.stdout
+    assert "next request https://www.example.com/wp-json/wp/v2/decisions?per_page=100&page=2" in result.stdout
+    assert CliRunner().invoke(cli, ["discover", str(path), str(tmp_path / "missing")]).exit_code == 2
+    assert CliRunner().invoke(cli, ["discover", str(path), str(LISTINGS / "wordpress.json"),
+                                    "--header", "nocolon"]).exit_code == 2
