@@ -71,7 +71,10 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 ARCHES = ["x86_64", "aarch64"]
 # manylinux2014 = glibc 2.17 and newer: every supported server; lxml and rpds-py publish
 # wheels for it on both architectures.
-PLATFORMS = [f"manylinux2014_{arch}-cp-{py.replace('.', '')}-cp{py.replace('.', '')}"
+# The version is written in full (3.11.0: pex >= 2.1.67 reads a dotted PYVER) so that
+# `python_full_version` markers can be evaluated: redis needs async-timeout below 3.11.3, and
+# resolving for x.y.0 carries every such backport, which later patch releases simply ignore.
+PLATFORMS = [f"manylinux2014_{arch}-cp-{py}.0-cp{py.replace('.', '')}"
              for py in PYTHONS for arch in ARCHES]
 SHEBANG = "/usr/bin/env python3"
 

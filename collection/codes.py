@@ -162,6 +162,10 @@ _ENTRIES = [
          "The state directory is not as a run left it: `current` is not a symlink to a generation (a real directory, dangling, a loop), a generation file is missing or not a regular file (a FIFO), or run.json is truncated or lacks a member. The message names the file and what is wrong.",
          "Run with --resync: the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts.",
          "MERGE-01", "REF-04"),
+    _run("GATE_UNAVAILABLE",
+         "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, before the first request or during the run. Nothing was written; the previous generation is unchanged.",
+         "Make the gate reachable (start Redis, fix the URL or the directory's permissions) and run again; use --gate none only for a run you know is alone.",
+         "FETCH-16", "FETCH-18", "FETCH-19"),
     # --- page failures (D-45, D-62) ----------------------------------------------------
     _page("timeout", ERROR, "The attempt passed request_timeout_seconds.", "Check the origin's speed; retries follow D-08.", "FETCH-20", "D-11"),
     _page("connection_error", ERROR, "The connection failed or was reset.", "Check that the origin is reachable.", "D-62"),

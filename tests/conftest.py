@@ -15,3 +15,22 @@ def loopback():
     """A running HTTPS loopback server (tests/loopback.py); route names with its resolve map."""
     with LoopbackServer() as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _private_gate(tmp_path_factory, monkeypatch):
+    """Every test's live `collection run` gets its own machine-local gate (COLLECTION_GATE), so
+    tests, and other checkouts running tests on this machine, never pace one another."""
+    monkeypatch.setenv("COLLECTION_GATE", "local:" + str(tmp_path_factory.mktemp("gate")))
+
+
+@pytest.fixture
+def redis_server(tmp_path_factory):
+    """A real redis-server on a free loopback port (tests/redis_helper.py); fails, never skips."""
+    from redis_helper import RedisServer
+
+    server = RedisServer(str(tmp_path_factory.mktemp("redis"))).start()
+    try:
+        yield server
+    finally:
+        server.stop()

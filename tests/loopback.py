@@ -92,7 +92,8 @@ class Recorded:
     target: str
     host: str
     headers: tuple[tuple[str, str], ...]
-    arrived: float          # time.monotonic() when the request head had been read
+    arrived: float          # time.monotonic() when the request's first bytes reached the kernel
+                            # (SO_TIMESTAMPNS), else when its request line had been read
     connection: int         # id of the TCP connection it came on
     sni: str | None
 
@@ -130,6 +131,26 @@ class _StampingReader:
         return getattr(self._rfile, name)
 
 
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)     # Linux: the kernel stamps each received segment
+
+
+def _kernel_arrival(peek: socket.socket) -> float | None:
+    """When the next bytes on the connection reached this machine's kernel, on the monotonic
+    clock: SO_TIMESTAMPNS read with a MSG_PEEK (the TLS layer still reads those bytes after).
+    A server thread stalled by a busy machine then cannot make an arrival look later than it
+    was (and the next gap shorter). Blocks until bytes come; None at the end of the stream."""
+    try:
+        data, ancillary, _flags, _addr = peek.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_PEEK)
+    except (OSError, ValueError):
+        return None
+    mono, wall = time.monotonic(), time.time()
+    for level, kind, raw in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
+            seconds, nanos = struct.unpack("qq", raw[:16])
+            return mono - (wall - (seconds + nanos / 1e9))
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: "_Server"
@@ -141,9 +162,16 @@ class _Handler(BaseHTTPRequestHandler):
         raw.settimeout(30)
         try:
             ctx = self.server.ssl_context
+            try:
+                raw.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            except OSError:
+                pass
             self.request = ctx.wrap_socket(raw, server_side=True)
             self.sni = getattr(self.request, "_sni", None)
             self.tls_ok = True
+            # A second handle on the same socket, to peek at arrivals under the TLS layer.
+            self.peek = socket.socket(fileno=os.dup(self.request.fileno()))
+            self.peek.settimeout(30)
         except (ssl.SSLError, OSError):
             self.request = raw
         self.connection_id = next(self.server.connection_ids)
@@ -165,6 +193,9 @@ class _Handler(BaseHTTPRequestHandler):
         # parsed: politeness gaps are judged on this instant, so the server's own work must
         # not make one request look later (and the next gap shorter) than it was.
         rfile = self.rfile
+        peek = getattr(self, "peek", None)
+        pending = self.request.pending() if isinstance(self.request, ssl.SSLSocket) else 0
+        self.kernel_arrival = _kernel_arrival(peek) if peek is not None and not pending else None
         self.rfile = _StampingReader(rfile)
         try:
             super().handle_one_request()
@@ -177,10 +208,12 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             # socketserver closes the raw socket it accepted, which wrap_socket detached; the
             # TLS socket must be closed here, or the client sees the end only at garbage collection.
-            try:
-                self.request.close()
-            except OSError:
-                pass
+            for sock in (self.request, getattr(self, "peek", None)):
+                try:
+                    if sock is not None:
+                        sock.close()
+                except OSError:
+                    pass
 
     def do_GET(self) -> None:  # noqa: N802
         self._serve()
@@ -192,7 +225,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
-        stamped = getattr(self.rfile, "line_at", None)
+        stamped = getattr(self, "kernel_arrival", None)
+        if stamped is None:
+            stamped = getattr(self.rfile, "line_at", None)
         arrived = stamped if stamped is not None else time.monotonic()
         host = (self.headers.get("Host") or "").split(":")[0]
         rec = Recorded(self.command, self.path, host, tuple(self.headers.items()), arrived,

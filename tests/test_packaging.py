@@ -328,3 +328,22 @@ def test_help_lists_every_command_without_importing_any():
     assert loaded == [], f"--help imported command modules: {loaded}"
     assert lazy_help == eager_help, "the lazy listing differs from the imported commands' own help"
     assert "validate" in listed_commands(lazy_help) and "explain" in listed_commands(lazy_help)
+
+
+def test_the_fleet_gate_works_from_the_pyz(built, tmp_path, workdir, loopback, redis_server):
+    """The redis client rides in the pyz: a live run through the Redis gate, from the one file."""
+    from dataset_kit import page_body, source_doc
+    from loopback import Reply
+
+    loopback.route("/robots.txt", Reply(404, (("Content-Type", "text/plain"),), b""), host="a.example.com")
+    loopback.route("/p/1", Reply(200, (("Content-Type", "application/json"),), page_body("1")), host="a.example.com")
+    (workdir / "source.json").write_text(json.dumps(source_doc("pyz_gate", ["https://a.example.com/p/1"])))
+    args = ["run", "source.json", "--state", str(tmp_path / "state"), "--gate", redis_server.url, "--json",
+            "--ca-bundle", loopback.ca_pem_path, *[a for f in loopback.resolve_flags("a.example.com")
+                                                   for a in ("--resolve", f)]]
+    res = run_pyz(sys.executable, built[0], args, tmp_path / "pex_root", workdir)
+    assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
+    assert json.loads(res.stdout)["coverage"]["fetched_this_run"] == 1
+    import redis
+
+    assert redis.Redis.from_url(redis_server.url).exists("collection:gate:{a.example.com}") == 1

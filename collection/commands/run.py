@@ -1,12 +1,15 @@
-"""`collection run RECIPE --state DIR ...`: one run of a collection (docs/run.md).
+"""`collection run RECIPE --state DIR ...`: one run of a collection, or of every collection
+source of a dataset (docs/run.md).
 
-Exit 0 for a run that succeeded, complete or not (an incomplete corpus is not a failure);
-1 for a registration or run-level refusal (the code on stderr, and in the JSON with
---json); 2 for usage errors (bad flags, unreadable files, a recipe `run` cannot take).
+Exit 0 for a run that succeeded, complete or not (an incomplete corpus is not a failure) —
+for a dataset, when every chosen collection source ran; 1 for a registration or run-level
+refusal (the code on stderr, and in the JSON with --json) — for a dataset, when any chosen
+source was refused; 2 for usage errors (bad flags, unreadable files, a recipe `run` cannot take).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from collection.canonical import ordered_json
 from collection.fetch.clock import SystemClock, VirtualClock
 from collection.fetch.egress import Egress, parse_resolve
 from collection.recipe.refusal import RefusedError
-from collection.run.loop import RunSettings, RunUsageError, Shell, execute, load_plan
+from collection.run.loop import RunSettings, RunUsageError, Shell, execute, gate_refusal, load_plan
 from collection.store.generations import DEFAULT_KEEP, StateLocked
 from collection.fetch.transport import DEFAULT_INFO_URL, DEFAULT_TOKEN
 
@@ -48,7 +51,7 @@ def _recording(transport, path: str, run_number: int, clock):
 
 
 def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None, resolve: tuple[str, ...],
-                token: str | None, info_url: str | None) -> Shell:
+                token: str | None, info_url: str | None, gate: str | None = None) -> Shell:
 
     token = token or DEFAULT_TOKEN
     info_url = info_url or DEFAULT_INFO_URL
@@ -97,7 +100,16 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
         transport = Urllib3Transport(ca_bundle=ca_bundle, token=token, info_url=info_url)
         return _recording(transport, record, run_number, clock) if record else transport
 
-    return Shell(clock, live_transport, lambda source: Egress(resolve_map), token)
+    from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
+    from collection.fetch.gate import GATE_ENV, GateUnavailable, parse_gate
+
+    try:
+        shared_gate = parse_gate(gate or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS)
+    except ValueError as exc:
+        raise RunUsageError(str(exc)) from None
+    except GateUnavailable as exc:
+        raise gate_refusal(exc, gate) from None
+    return Shell(clock, live_transport, lambda source: Egress(resolve_map), token, gate=shared_gate)
 
 
 def _took(record: dict) -> str:
@@ -163,18 +175,34 @@ def human_summary(record: dict) -> str:
 @click.option("--log-json", is_flag=True, help="Log events as JSON lines on stderr.")
 @click.option("--replay", type=click.Path(dir_okay=False), help="Serve a recorded fixture on a virtual clock.")
 @click.option("--record", type=click.Path(dir_okay=False), help="Record the run's exchanges as a fixture.")
+@click.option("--gate", default=None, metavar="GATE",
+              help="The politeness gate shared with other runs: `local` (the default: every run of this user "
+                   "on this machine), `local:DIR`, `redis://HOST:PORT/DB` (a fleet; also COLLECTION_GATE), or "
+                   "`none` — only for a run the operator knows is alone, since other runs then cannot see its "
+                   "requests. Replays never use a shared gate.")
+@click.option("--only", multiple=True, metavar="NAME", help="Dataset: run only this source (repeatable).")
 def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, resolve, user_agent_token,
-            user_agent_url, keep, log_json, replay, record) -> None:
-    """Run the collection RECIPE against its publisher and write a new generation to --state."""
+            user_agent_url, keep, log_json, replay, record, gate, only) -> None:
+    """Run the collection RECIPE (a source, or every collection source of a dataset into
+    --state/<source name>/) against its publisher and write a new generation to --state."""
+    from collection.run.dataset import DatasetSettings, execute_dataset, is_dataset
     from collection.run.progress import JsonLog, Progress
 
     data = _read(recipe, "recipe")
+    dataset = is_dataset(data)
+    if only and not dataset:
+        _usage("--only picks sources of a dataset; RECIPE is a source document")
     try:
         plan = load_plan(_read(plan_path, "action plan")) if plan_path else None
         shell = build_shell(replay=replay, record=record, ca_bundle=ca_bundle, resolve=resolve,
-                            token=user_agent_token, info_url=user_agent_url)
-        settings = RunSettings(state_dir, resync=resync, deadline_seconds=deadline, keep=keep, plan=plan)
+                            token=user_agent_token, info_url=user_agent_url, gate=gate)
         log = JsonLog(shell.clock) if log_json else None
+        if dataset:
+            result = execute_dataset(data, DatasetSettings(state_dir, only=tuple(only), resync=resync,
+                                                           deadline_seconds=deadline, keep=keep, plan=plan),
+                                     shell, log=log)
+            _dataset_exit(result, as_json)
+        settings = RunSettings(state_dir, resync=resync, deadline_seconds=deadline, keep=keep, plan=plan)
         progress = Progress if sys.stderr.isatty() and not log_json else None
         result = execute(data, settings, shell, log=log, progress_factory=progress)
     except RunUsageError as exc:
@@ -199,3 +227,38 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
     else:
         click.echo(human_summary(result))
     sys.exit(0)
+
+
+def dataset_summary(result: dict) -> str:
+    lines = [f"dataset {result['dataset']}: run {result['dataset_run']} (gate {result['gate']})"]
+    for source in result["sources"]:
+        status = source["status"]
+        if status == "ran":
+            lines.append(human_summary(source["record"]))
+        elif status == "refused":
+            first = source["refusals"][0]
+            lines.append(f"{source['name']}: refused {source['code']}: {first['message']}"
+                         + (f" at {first['pointer']}" if first["pointer"] else ""))
+        elif status == "not_collected":
+            lines.append(f"{source['name']}: not collected by this tool (adapter {source['adapter_id']})")
+        elif status == "error":
+            lines.append(f"{source['name']}: cannot use its state directory: {source['message']}")
+        else:
+            lines.append(f"{source['name']}: not chosen (--only)")
+    counts = result["counts"]
+    lines.append(f"{counts['ran']} ran, {counts['refused']} refused, {counts['not_collected']} not collected, "
+                 f"{counts['not_chosen']} not chosen")
+    return "\n".join(lines)
+
+
+def _dataset_exit(result: dict, as_json: bool) -> None:
+    for source in result["sources"]:
+        for refusal in source["refusals"]:
+            click.echo(f"{source['name']}: {refusal['code']}: {refusal['message']} [{refusal['rule']}]"
+                       + (f" at {refusal['pointer']}" if refusal["pointer"] else ""), err=True)
+        if source["status"] == "error":
+            click.echo(f"collection run: {source['name']}: cannot use its state directory: {source['message']}",
+                       err=True)
+    click.echo(ordered_json(result) if as_json else dataset_summary(result))
+    counts = result["counts"]
+    sys.exit(2 if counts["error"] else 1 if counts["refused"] else 0)

@@ -7,6 +7,7 @@ so status is safe beside a running `collection run`). Exit 0 when DIR has a gene
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 
@@ -105,6 +106,61 @@ def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warnin
     return out
 
 
+def summarise_dataset(directory: str) -> dict | None:
+    """A dataset state directory (DIR/<source name>/ per source, DIR/dataset-run.json): each
+    source's summary and the last dataset run's verdict on it; None when DIR is not one."""
+    import json
+    import os
+
+    from collection.run.dataset import DATASET_RECORD
+
+    record = None
+    try:
+        with open(os.path.join(directory, DATASET_RECORD), "rb") as handle:
+            record = json.loads(handle.read())
+    except (OSError, ValueError):
+        pass
+    if record is not None:
+        entries = [(s["name"], s) for s in record["sources"]]
+    else:
+        names = sorted(n for n in os.listdir(directory) if current_generation(os.path.join(directory, n)))
+        if not names:
+            return None
+        entries = [(n, None) for n in names]
+    sources, steps = [], []
+    for name, last in entries:
+        summary = summarise(os.path.join(directory, name))
+        status = last["status"] if last else ("ran" if summary else "unknown")
+        sources.append({"name": name, "last_run": status, "code": last.get("code") if last else None,
+                        "summary": summary})
+        if last and last["status"] == "refused":
+            steps.append(f"{name}: last run refused with {last['code']}: `collection explain {last['code']}`")
+        elif summary is not None:
+            steps.extend(f"{name}: {line}" for line in summary["next"]
+                         if not line.startswith("complete: nothing to do"))
+        elif last is None or last["status"] not in ("not_collected", "not_chosen"):
+            steps.append(f"{name}: no generation yet: run the dataset")
+    if not steps:
+        steps.append("every source is complete: nothing to do until the publishers change")
+    return {"state": os.path.abspath(directory), "dataset": record["dataset"] if record else None,
+            "dataset_run": record["dataset_run"] if record else None, "sources": sources, "next": steps}
+
+
+def _source_line(entry: dict) -> str:
+    summary = entry["summary"]
+    if entry["last_run"] == "not_collected":
+        return f"{entry['name']}: not collected by this tool (another adapter)"
+    if summary is None:
+        return f"{entry['name']}: no generation yet" + (f" (last run refused: {entry['code']})" if entry["code"] else "")
+    cov = summary["coverage"]
+    line = (f"{entry['name']}: generation {summary['generation']} (run {summary['run_number']}), "
+            f"{'complete' if cov['complete'] else 'incomplete'}; {cov['known']:,} known, {cov['pending']:,} pending, "
+            f"{cov['failed']:,} failed; {summary['rows']:,} rows")
+    if entry["last_run"] == "refused":
+        line += f"; last run refused: {entry['code']}"
+    return line
+
+
 def robots_advice(record: dict) -> list[str]:
     """D-66: a robots.txt that redirected outside allowed_origins blocked its whole origin."""
     return [f"robots.txt of {entry['origin']} redirects to {entry['redirect']}, outside allowed_origins, so every "
@@ -134,6 +190,23 @@ def command(directory: str, as_json: bool) -> None:
     except (OSError, ValueError, KeyError) as exc:
         click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
         sys.exit(2)
+    if summary is None and os.path.isdir(directory):
+        try:
+            dataset = summarise_dataset(directory)
+        except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged) as exc:
+            click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
+            sys.exit(2)
+        if dataset is not None:
+            if as_json:
+                click.echo(ordered_json(dataset))
+                sys.exit(0)
+            title = f"dataset {dataset['dataset']}, run {dataset['dataset_run']}" if dataset["dataset"] else "dataset"
+            click.echo(f"{dataset['state']}: {title}")
+            for entry in dataset["sources"]:
+                click.echo(f"  {_source_line(entry)}")
+            for line in dataset["next"]:
+                click.echo(f"  → {line}")
+            sys.exit(0)
     if summary is None:
         if as_json:
             click.echo(ordered_json({"state": directory, "generation": None}))

@@ -41,6 +41,7 @@ wake-ups decides nothing). Enroll every participant before starting any of them.
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from typing import Protocol, runtime_checkable
@@ -109,6 +110,12 @@ class VirtualClock:
         self._holder: int | None = None                 # turns: the participant running now
         self._index: dict[int, int] = {}                # turns: thread ident -> enrollment order
         self._waiting_turn: dict[int, float] = {}       # turns: ident -> the deadline it waits for
+        # turns: (deadline, enrolment order, serial, ident) of every wait, the stale ones
+        # dropped lazily, so choosing the next turn costs log(participants), not a scan of
+        # them all (a dataset run has hundreds of participants)
+        self._turn_heap: list[tuple[float, int, int, int]] = []
+        self._turn_serial: dict[int, int] = {}
+        self._serials = 0
         self._enrolled = 0
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
@@ -206,6 +213,9 @@ class VirtualClock:
     def _await_turn(self, ident: int, deadline: float) -> None:
         """Called with the lock held: give up the turn, wait until it comes back at `deadline`."""
         self._waiting_turn[ident] = deadline
+        self._serials += 1
+        self._turn_serial[ident] = self._serials
+        heapq.heappush(self._turn_heap, (deadline, self._index.get(ident, 0), self._serials, ident))
         if self._holder == ident:
             self._holder = None
         mine = self._turn_conds.get(ident)
@@ -221,7 +231,13 @@ class VirtualClock:
         # next one chosen, so the choice never depends on how fast real threads are.
         if self._holder is not None or not self._waiting_turn or len(self._waiting_turn) < self._participants:
             return
-        ident = min(self._waiting_turn, key=lambda i: (self._waiting_turn[i], self._index.get(i, 0)))
+        heap = self._turn_heap
+        while True:
+            _deadline, _index, serial, ident = heap[0]
+            if ident in self._waiting_turn and self._turn_serial.get(ident) == serial:
+                break
+            heapq.heappop(heap)                 # a wait already over (or a participant gone)
+        heapq.heappop(heap)
         if self._waiting_turn[ident] > self._now:
             self._now = self._waiting_turn[ident]
             self._cond.notify_all()             # outsiders waiting for time

@@ -26,7 +26,9 @@ from collection import urls
 from collection.fetch.mediatypes import accept_header, accepts, media_type
 from collection.fetch.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_retry_after
 from collection.fetch.egress import Egress, EgressRefused
-from collection.fetch.politeness import NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
+from collection.fetch.gate import LEASE_MARGIN_SECONDS, GateUnavailable, Lease
+from collection.fetch.pacer import GATE_UNAVAILABLE, Pacer
+from collection.fetch.politeness import FLOOR_SECONDS, NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
 from collection.fetch.transport import (
     DEFAULT_TOKEN,
     Request,
@@ -250,12 +252,21 @@ class Fetcher:
                  budget: B.Budget, politeness: Politeness, clock, retries: int = 2,
                  request_timeout: float = 30.0, token: str = DEFAULT_TOKEN, robots: bool = True,
                  range_threshold: int = RANGE_THRESHOLD, range_size: int = RANGE_SIZE,
-                 max_body_bytes: int = MAX_BODY_BYTES):
+                 max_body_bytes: int = MAX_BODY_BYTES, pacer: Pacer | None = None,
+                 interval: float | None = None, concurrency: int | None = None):
+        """`pacer`: the scheduler, lock and gate shared with other fetchers of this process (a
+        dataset run; by default this fetcher's own around `politeness`). `interval`: this
+        source's min_interval_seconds when the shared scheduler serves several sources;
+        `concurrency`: this source's own cap on requests in flight within a shared one."""
         self.transport = transport
         self.egress = egress
         self.allowed = frozenset(allowed_origins)
         self.budget = budget
-        self.politeness = politeness
+        self.pacer = pacer if pacer is not None else Pacer(politeness)
+        self.politeness = self.pacer.politeness
+        self.interval = interval
+        self.concurrency = concurrency
+        self._active = 0                       # this fetcher's requests admitted and not finished
         self.clock = clock
         self.retries = int(retries)
         self.request_timeout = float(request_timeout)
@@ -264,13 +275,13 @@ class Fetcher:
         self.range_threshold = int(range_threshold)
         self.range_size = int(range_size)
         self.max_body_bytes = int(max_body_bytes)
-        self._lock = threading.Lock()          # guards budget, politeness and _sending
+        self._lock = self.pacer.lock           # guards budget, politeness and _sending
         # Requests per host between leaving _wait_ready and their response's close, capped at
         # PER_ORIGIN_IN_FLIGHT: the transport's per-host connection pool is that size, so no
         # thread ever blocks inside it. Such a block would be a wait on a queue that only a
         # request sleeping for its politeness slot could free, which a virtual clock cannot
         # see (clock.py): time would stand still until the pool gave up.
-        self._sending: dict[str, int] = {}
+        self._sending = self.pacer.sending
         self._robots: dict[str, _RobotsEntry] = {}
         # origin → where its robots.txt redirected outside allowed_origins (D-66)
         self.robots_unreachable: dict[str, str] = {}
@@ -299,7 +310,15 @@ class Fetcher:
         """The robots.txt rules of `origin` for this run (fetched once, D-58)."""
         with self._robots_lock:
             entry = self._robots.setdefault(origin, _RobotsEntry())
-        with entry.lock:
+        # Wait for a sibling fetching this robots.txt in sleep_until, not on the lock: the
+        # sibling may itself be sleeping for its politeness turn, and on a virtual clock a
+        # thread blocked on a lock held by a sleeper holds time still for ever (clock.py).
+        # In a dataset run the sibling may wait behind other sources' requests for seconds,
+        # and its page cannot start sooner than a floor after the robots.txt request anyway.
+        poll = FLOOR_SECONDS if self.pacer.fair else _POLL_SECONDS
+        while not entry.lock.acquire(blocking=False):
+            self.clock.sleep_until(self.clock.monotonic() + poll)
+        try:
             if entry.rules is None:
                 robots_tally = _Tally()
                 try:
@@ -312,9 +331,13 @@ class Fetcher:
                     entry.rules = R.DISALLOW_ALL
                 entry.completed_at = robots_tally.completed_at
                 delay = entry.rules.crawl_delay(self.token)
+                host = urlsplit(origin).hostname or ""
                 with self._lock:
-                    self.politeness.set_crawl_delay(urlsplit(origin).hostname or "", delay)
+                    self.politeness.set_crawl_delay(host, delay)
+                    self.pacer.gate_quietly("set_crawl_delay", host, delay)
             return entry.rules
+        finally:
+            entry.lock.release()
 
     # --- the logical fetch ------------------------------------------------------------------
     def _fetch(self, spec: FetchSpec, tally: _Tally) -> FetchOutcome:
@@ -388,7 +411,7 @@ class Fetcher:
         """Send `url` (and read its body when it is a 2xx) until it answers something other
         than a retryable failure (D-08). Returns a FetchOutcome for a body, or the held
         response (body unread) of a redirect or a final non-2xx status; raises _Fail / _Stop."""
-        policy = RetryPolicy(self.retries, self.politeness.gap(urlsplit(url).hostname or ""))
+        policy = RetryPolicy(self.retries, self.politeness.gap(urlsplit(url).hostname or "", self.interval))
         retries_done = 0
         while True:
             status, error, retry_after, failure = None, None, None, None
@@ -446,7 +469,7 @@ class Fetcher:
             if isinstance(reservation, B.Denied):
                 raise _Stop(reservation.ceiling)
         try:
-            self._wait_ready(host)
+            lease = self._wait_ready(host)
         except _Stop:
             if reservation is not None:
                 with self._lock:
@@ -460,6 +483,8 @@ class Fetcher:
             def written() -> None:
                 with self._lock:
                     self.politeness.sent(ticket, self.clock.monotonic())
+                    if lease is not None:
+                        self.pacer.gate_quietly("sent", lease)
             return written
 
         # D-11: a total wall-clock limit per attempt, head included (the transport enforces
@@ -471,24 +496,24 @@ class Fetcher:
             response = self.transport.send(Request(url, headers, target), deadline, before_write)
         except TransportError as exc:
             self._commit(kind, reservation, tally, cause)
-            self._finish(host, holder.get("ticket"), None)
+            self._finish(host, holder.get("ticket"), None, lease)
             tally.ended(getattr(exc, "completed_at", None))
             raise
         except _Stop:
             with self._lock:
                 if reservation is not None:
                     self.budget.release(reservation)
-            self._finish(host, holder.get("ticket"), None)
+            self._finish(host, holder.get("ticket"), None, lease)
             raise
         except BaseException:
             self._commit(kind, reservation, tally, cause)
-            self._finish(host, holder.get("ticket"), None)
+            self._finish(host, holder.get("ticket"), None, lease)
             raise
         self._commit(kind, reservation, tally, cause)
         retry_after = None
         if response.status in (429, 503):
             retry_after = parse_retry_after(response.header("Retry-After"), self.clock.wall())
-        return _Held(response, lambda: self._finish(host, holder.get("ticket"), retry_after), tally)
+        return _Held(response, lambda: self._finish(host, holder.get("ticket"), retry_after, lease), tally)
 
     def _commit(self, kind, reservation, tally: _Tally, cause: str) -> None:
         with self._lock:
@@ -504,47 +529,90 @@ class Fetcher:
         elif cause == B.RANGE:
             tally.ranges += 1
 
-    def _wait_ready(self, host: str) -> None:
+    def _wait_ready(self, host: str) -> Lease | None:
         """Sleep until politeness would let `host` start and fewer than PER_ORIGIN_IN_FLIGHT
-        of its requests are being sent; then count this one as being sent. The politeness
+        of its requests are being sent (and, with a fair pacer, this worker is the first in
+        line for the host; with a shared gate, the gate grants a lease); then count this one
+        as being sent. The lease is taken before the connection is opened, so a worker
+        waiting for its turn holds no connection to the origin. The in-process politeness
         slot itself is taken when the request is written (before_write)."""
-        while True:
-            now = self.clock.monotonic()
-            with self._lock:
-                if self.budget.deadline_passed(now):
-                    self.budget.record_stop(B.DEADLINE)
-                    raise _Stop(B.DEADLINE)
-                ready = self.politeness.ready_at(host, now)
-                if self._sending.get(host, 0) >= PER_ORIGIN_IN_FLIGHT:
-                    ready = NEVER
-                elif ready <= now:
-                    self._sending[host] = self._sending.get(host, 0) + 1
-                    return
-            wake = now + _POLL_SECONDS if ready == NEVER else ready
-            deadline = self.budget.deadline
-            if deadline is not None and wake >= deadline and ready != NEVER:
+        pacer = self.pacer
+        token = object()
+        with self._lock:
+            pacer.join(host, token)
+        admitted = False
+        try:
+            while True:
+                now = self.clock.monotonic()
                 with self._lock:
-                    self.budget.record_stop(B.DEADLINE)
-                raise _Stop(B.DEADLINE)
-            self.clock.sleep_until(wake)
+                    if self.budget.deadline_passed(now):
+                        self.budget.record_stop(B.DEADLINE)
+                        raise _Stop(B.DEADLINE)
+                    if pacer.gate_failure is not None:
+                        self.budget.record_stop(GATE_UNAVAILABLE)
+                        raise _Stop(GATE_UNAVAILABLE)
+                    ready = self.politeness.ready_at(host, now, self.interval)
+                    if self._sending.get(host, 0) >= PER_ORIGIN_IN_FLIGHT or (
+                            self.concurrency is not None and self._active >= self.concurrency):
+                        ready = NEVER
+                    elif not pacer.is_head(host, token):
+                        # The first in line goes first, and any two starts at one host are at
+                        # least the floor apart: the k-th in line cannot start before k floors
+                        # after the head's earliest start, so it need not wake any sooner.
+                        earliest = max(now, self.politeness.time_ready_at(host, FLOOR_SECONDS))
+                        ready = max(ready, earliest + max(1, pacer.ahead(host, token)) * FLOOR_SECONDS)
+                    elif ready <= now:
+                        lease = None
+                        if pacer.gate is not None:
+                            try:
+                                granted = pacer.gate_acquire(host, self.interval or self.politeness.min_interval,
+                                                             self.request_timeout + LEASE_MARGIN_SECONDS)
+                            except GateUnavailable:
+                                self.budget.record_stop(GATE_UNAVAILABLE)
+                                raise _Stop(GATE_UNAVAILABLE) from None
+                            if isinstance(granted, Lease):
+                                lease = granted
+                            else:
+                                ready = now + granted
+                        if pacer.gate is None or lease is not None:
+                            pacer.leave(host, token)
+                            admitted = True
+                            self._sending[host] = self._sending.get(host, 0) + 1
+                            self._active += 1
+                            return lease
+                wake = now + _POLL_SECONDS if ready == NEVER else ready
+                deadline = self.budget.deadline
+                if deadline is not None and wake >= deadline and ready != NEVER:
+                    with self._lock:
+                        self.budget.record_stop(B.DEADLINE)
+                    raise _Stop(B.DEADLINE)
+                self.clock.sleep_until(wake)
+        finally:
+            if not admitted:
+                with self._lock:
+                    pacer.leave(host, token)
 
     def _take_ticket(self, host: str) -> Ticket:
         while True:
             now = self.clock.monotonic()
             with self._lock:
-                ticket = self.politeness.try_start(host, now)
-                ready = self.politeness.ready_at(host, now) if ticket is None else now
+                ticket = self.politeness.try_start(host, now, self.interval)
+                ready = self.politeness.ready_at(host, now, self.interval) if ticket is None else now
             if ticket is not None:
                 return ticket
             self.clock.sleep_until(now + _POLL_SECONDS if ready == NEVER else ready)
 
-    def _finish(self, host: str, ticket: Ticket | None, retry_after: float | None) -> None:
-        """The request to `host` has ended: its sending place and its politeness slot (if
-        it got as far as taking one) are given back."""
+    def _finish(self, host: str, ticket: Ticket | None, retry_after: float | None,
+                lease: Lease | None = None) -> None:
+        """The request to `host` has ended: its sending place, its politeness slot (if it got
+        as far as taking one) and its gate lease are given back."""
         with self._lock:
             self._sending[host] -= 1
+            self._active -= 1
             if ticket is not None:
                 self.politeness.finish(ticket, self.clock.monotonic(), retry_after)
+            if lease is not None:
+                self.pacer.gate_quietly("release", lease, retry_after)
 
     # --- bodies -----------------------------------------------------------------------------
     def _body(self, spec: FetchSpec, url: str, response: "_Held", tally: _Tally) -> FetchOutcome:

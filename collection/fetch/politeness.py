@@ -15,6 +15,11 @@ What it holds the fetcher to (FETCH-16, FETCH-18, FETCH-19, D-08, D-09, D-10):
 Hosts and origins: every address this product may fetch is `https://host` on port 443
 (URL rules), so an origin is identified by its host and the two caps are kept per host.
 
+Sources that share an origin (a dataset run, D-10 applied across sources): every request
+may name its own `interval` (its source's min_interval_seconds); a start then waits for its
+own gap after the previous start *and* for the gap the previous start's source asked for,
+so the stricter of two sources sharing an origin always holds.
+
 Where the floor holds: a start is the instant the request line is written on an
 established connection — see docs/politeness.md for how the transport uses `try_start`.
 
@@ -43,11 +48,13 @@ class Ticket:
     host: str
     started_at: float
     serial: int
+    gap: float = 0.0          # the gap this start asked for (see `sent`)
 
 
 @dataclass
 class _Host:
     last_start: float = -math.inf
+    next_start: float = -math.inf     # the previous start plus the gap its own source asked for
     not_before: float = -math.inf     # Retry-After from the last 429/503
     crawl_delay: float = 0.0
     in_flight: int = 0
@@ -77,10 +84,13 @@ class Politeness:
         state = self._host(host)
         state.crawl_delay = max(state.crawl_delay, min(float(seconds), MAX_DELAY_SECONDS))
 
-    def gap(self, host: str) -> float:
+    def gap(self, host: str, interval: float | None = None) -> float:
+        """The gap before a start to `host`; `interval` is the requesting source's own
+        min_interval_seconds when it differs from the scheduler's (a dataset run)."""
         state = self._hosts.get(host)
         crawl_delay = state.crawl_delay if state else 0.0
-        return max(self.min_interval, crawl_delay) + self.margin
+        own = self.min_interval if interval is None else max(float(interval), FLOOR_SECONDS)
+        return max(own, crawl_delay) + self.margin
 
     # --- questions --------------------------------------------------------------------
     def in_flight(self, host: str | None = None) -> int:
@@ -92,28 +102,28 @@ class Politeness:
     def has_capacity(self, host: str) -> bool:
         return self._in_flight < self.capacity and self.in_flight(host) < PER_ORIGIN_IN_FLIGHT
 
-    def time_ready_at(self, host: str) -> float:
+    def time_ready_at(self, host: str, interval: float | None = None) -> float:
         """The earliest start the time rules allow, ignoring the in-flight caps."""
         state = self._hosts.get(host)
         if state is None:
             return -math.inf
-        return max(state.last_start + self.gap(host), state.not_before)
+        return max(state.last_start + self.gap(host, interval), state.next_start, state.not_before)
 
-    def ready_at(self, host: str, now: float) -> float:
+    def ready_at(self, host: str, now: float, interval: float | None = None) -> float:
         """When a request to `host` may start: `now` or later, or `NEVER` (infinity) while
         a cap is full — then only a `finish` can make it ready, not the passing of time."""
         if not self.has_capacity(host):
             return NEVER
-        return max(now, self.time_ready_at(host))
+        return max(now, self.time_ready_at(host, interval))
 
-    def choose(self, hosts: Iterable[str], now: float) -> tuple[str, float] | None:
+    def choose(self, hosts: Iterable[str], now: float, interval: float | None = None) -> tuple[str, float] | None:
         """Of the hosts that have work waiting, the one to serve next and when.
 
         Earliest ready first; ties to the least recently served host, then by name.
         None when every candidate is blocked by a cap (wait for a `finish`)."""
         best: tuple[float, float, str] | None = None
         for host in set(hosts):
-            ready = self.ready_at(host, now)
+            ready = self.ready_at(host, now, interval)
             if ready == NEVER:
                 continue
             state = self._hosts.get(host)
@@ -123,14 +133,15 @@ class Politeness:
         return None if best is None else (best[2], best[0])
 
     # --- transitions -------------------------------------------------------------------
-    def try_start(self, host: str, now: float) -> Ticket | None:
+    def try_start(self, host: str, now: float, interval: float | None = None) -> Ticket | None:
         """Reserve the start of one request at `now`, or None if it may not start yet."""
-        if self.ready_at(host, now) > now:
+        if self.ready_at(host, now, interval) > now:
             return None
         state = self._host(host)
         self._serial += 1
-        ticket = Ticket(host, now, self._serial)
+        ticket = Ticket(host, now, self._serial, self.gap(host, interval))
         state.last_start = now
+        state.next_start = max(state.next_start, now + ticket.gap)
         state.in_flight += 1
         state.tickets.add(ticket.serial)
         self._in_flight += 1
@@ -150,6 +161,7 @@ class Politeness:
         state = self._hosts.get(ticket.host)
         if state is not None and ticket.serial in state.tickets and now > state.last_start:
             state.last_start = now
+            state.next_start = max(state.next_start, now + ticket.gap)
 
     def finish(self, ticket: Ticket, now: float, retry_after: float | None = None) -> None:
         """The request has ended (any outcome). `retry_after`: seconds from a 429 or 503

@@ -205,6 +205,9 @@ def _classify(exc: BaseException) -> TransportError:
     return TransportError("connection_error", f"connection failed: {exc}", retryable=True)
 
 
+DRAIN_LIMIT = 4096      # an unread body up to this size is read and dropped at close
+
+
 _FIELD_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")     # RFC 9110 token
 _BAD_VALUE_CHARS = re.compile("[\x00\r\n]")
 
@@ -267,8 +270,23 @@ class _Response:
     def close(self) -> None:
         self._disarm()
         if not self._ended:
+            self._drain_small()
+        if not self._ended:
             self._resp.close()  # unread body: the connection cannot be reused
         self._resp.release_conn()
+
+    def _drain_small(self) -> None:
+        """Read an unread body that declares itself tiny (a redirect's, a 404 robots.txt's),
+        so its connection goes back to the pool: otherwise the next request to the origin
+        opens a second connection when one would do."""
+        length = self.header("Content-Length")
+        if length is None or not length.strip().isdigit() or int(length) > DRAIN_LIMIT:
+            return
+        try:
+            while self.read(DRAIN_LIMIT + 1):
+                pass
+        except TransportError:
+            pass
 
 
 class Urllib3Transport:

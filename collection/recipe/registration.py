@@ -780,3 +780,46 @@ def register_bytes(data: bytes | str) -> Registration:
 def register_document(document: Any) -> Registration:
     """Registration of a document given as a Python value (tests, the conformance harness)."""
     return register_bytes(json.dumps(document, ensure_ascii=False, indent=1))
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """One source of a dataset, judged on its own (a dataset run runs the registrable ones)."""
+
+    index: int
+    name: str
+    source: Source | None                 # None when refused
+    refusals: tuple[Refusal, ...]         # pointers are the dataset's (/sources/N/...)
+
+
+def dataset_entries(data: bytes | str) -> tuple[Registration, tuple[Refusal, ...], tuple[DatasetEntry, ...]]:
+    """A dataset split source by source: (the registration of the whole document, the
+    refusals of the envelope — outside every /sources/N —, one entry per source). A source's
+    own refusals refuse that source only; an envelope refusal refuses the whole dataset."""
+    registration = register_bytes(data)
+    if registration.kind != DATASET:
+        return registration, (), ()
+    if registration.registrable:
+        return registration, (), tuple(DatasetEntry(i, s.name, s, ()) for i, s in
+                                        enumerate(registration.dataset.sources))
+    document = jsondoc.parse(data).value
+    sources = document.get("sources") if isinstance(document, dict) else None
+    if not isinstance(sources, list):
+        return registration, registration.refusals, ()
+    mine = {i: [] for i in range(len(sources))}
+    envelope = []
+    for refusal in registration.refusals:
+        parts = refusal.pointer.split("/")
+        if len(parts) >= 3 and parts[1] == "sources" and parts[2].isdigit() and int(parts[2]) in mine:
+            mine[int(parts[2])].append(refusal)
+        else:
+            envelope.append(refusal)
+    entries = []
+    for index, doc in enumerate(sources):
+        name = doc.get("name") if isinstance(doc, dict) and isinstance(doc.get("name"), str) else f"#{index}"
+        model = None
+        if not mine[index] and isinstance(doc, dict):
+            _, reader = _check_source(doc)
+            model = source_from(doc, reader)
+        entries.append(DatasetEntry(index, name, model, tuple(mine[index])))
+    return registration, tuple(envelope), tuple(entries)

@@ -36,6 +36,8 @@ from collection.canonical import ordered_json
 from collection.fetch.clock import VirtualClock
 from collection.discover.driver import EXPLICIT, DiscoveryShapeError, start as start_discovery
 from collection.fetch.egress import Egress
+from collection.fetch.gate import GateUnavailable, SourceHeld
+from collection.fetch.pacer import Pacer
 from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
 from collection.run.gcpause import paused_gc
@@ -58,6 +60,7 @@ from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
 
 RECORD_VERSION = 1
 _IDLE_POLL_SECONDS = 0.05     # a worker with nothing to take looks again this much later
+_INLINE_POLL_SECONDS = 1.0    # a dataset source's thread looks again this much later for its workers
 _LOOKAHEAD_PER_WORKER = 4     # choices pulled ahead so workers can pick a ready host
 
 
@@ -78,6 +81,9 @@ class Shell:
     transport_for: Callable[[int], Transport]
     egress_for: Callable[[Source], Egress] = lambda source: Egress()
     token: str = DEFAULT_TOKEN
+    # The politeness gate shared with other processes (collection.fetch.gate); None: the
+    # in-process scheduler alone (replays, --gate none, tests that build a Shell).
+    gate: Any = None
 
     @property
     def virtual(self) -> bool:
@@ -91,6 +97,26 @@ class RunSettings:
     deadline_seconds: float | None = None     # D-60: the operator's, else none
     keep: int = 3
     plan: Mapping[str, Any] | None = None     # an action-plan document (D-61)
+
+
+@dataclass
+class SharedRun:
+    """What the sources of one dataset run share: one transport (one connection pool per
+    origin) and one pacer (one scheduler, one connection cap per origin, one gate)."""
+
+    transport: Transport
+    pacer: Pacer
+
+
+def gate_refusal(exc: GateUnavailable, gate) -> RefusedError:
+    return RefusedError(Refusal(
+        "GATE_UNAVAILABLE", "", f"the politeness gate {getattr(gate, 'description', gate)} cannot be used: {exc}; "
+        "nothing was requested and the previous generation is unchanged", "the promise to an origin holds across runs"))
+
+
+def source_held_refusal(exc: SourceHeld) -> RefusedError:
+    return RefusedError(Refusal("STATE_LOCKED", "", f"source {exc.name} is being run by {exc.holder} "
+                                f"(its lock in the fleet gate); wait for that run to finish", "one run per source"))
 
 
 # --- action plans (D-44, D-61) ----------------------------------------------------------------
@@ -335,7 +361,7 @@ class _Dispatcher:
                 if hosts:
                     idle = [h for h in hosts if not self.claims.get(h)]
                     with self.fetcher._lock:
-                        pick = self.fetcher.politeness.choose(idle or hosts, now)
+                        pick = self.fetcher.politeness.choose(idle or hosts, now, self.fetcher.interval)
                     host = pick[0] if pick else min(hosts, key=lambda h: self.buffers[h][0][0])
                     self.buffered -= 1
                     self.claims[host] = self.claims.get(host, 0) + 1
@@ -389,7 +415,10 @@ def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tupl
 
 
 def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin, accepted, clock,
-                 progress, log) -> None:
+                 progress, log, inline: bool = False) -> None:
+    """`inline`: the calling thread is itself a participant of a virtual clock (a source of a
+    dataset run): it works as the first worker and then waits for the others in
+    `sleep_until`, the only place a participant may block."""
     def work(participant) -> None:
         with participant if participant is not None else nullcontext():
             while (choice := dispatcher.take()) is not None:
@@ -403,11 +432,18 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
 
     # Every participant is enrolled before any starts: a virtual clock that takes turns
     # must know all of them before it hands out the first (fetch/clock.py).
-    participants = [clock.enroll() if isinstance(clock, VirtualClock) else None for _ in range(count)]
+    virtual = isinstance(clock, VirtualClock)
+    participants = [clock.enroll() if virtual else None for _ in range(count - (1 if inline else 0))]
     threads = [threading.Thread(target=work, args=(participant,), daemon=True, name="collection-worker")
                for participant in participants]
     for thread in threads:
         thread.start()
+    if inline:
+        work(None)
+        while virtual and any(thread.is_alive() for thread in threads):
+            # a sibling's last page may wait behind other sources' requests to its host;
+            # the source's finish is noted within this much virtual time of it
+            clock.sleep_until(clock.monotonic() + _INLINE_POLL_SECONDS)
     for thread in threads:
         while thread.is_alive():
             thread.join(timeout=0.5)
@@ -417,6 +453,16 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
 
 def _per_host(source: Source) -> int:
     return min(PER_ORIGIN_IN_FLIGHT, source.collection.pages.effective_concurrency)
+
+
+def _lookahead(planner: Planner, workers: int) -> int:
+    """Choices pulled ahead of the workers. On one host a few per worker will do; over several,
+    the whole queue (the planner still holds it to max_fetches_per_run), or a source listing one
+    origin's pages before another's would leave the second origin idle while the first is paced
+    (bench/fleet.py: 2 origins served one after the other for a third of the run)."""
+    if len({urlsplit(c.url).hostname for c in planner.queue}) > 1:
+        return max(8, workers * _LOOKAHEAD_PER_WORKER, len(planner.queue))
+    return max(8, workers * _LOOKAHEAD_PER_WORKER)
 
 
 def _worker_count(source: Source, planner: Planner) -> int:
@@ -431,9 +477,18 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
     """Run one collection; returns the run record. Raises RefusedError for a run-level or
     registration refusal (nothing written, nothing requested beyond what the code says),
     StateLocked for a busy state directory, RunUsageError for a recipe `run` cannot take."""
+    return run_source(collection_source(data), settings, shell, log=log, progress_factory=progress_factory)
+
+
+def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: SharedRun | None = None,
+               log=None, progress_factory=None, leave_clock: Callable[[], None] | None = None) -> dict:
+    """One source's run (`execute`'s body). With `shared` it is one source of a dataset run:
+    the transport and the pacer are the dataset's, checked and closed by its caller.
+    `leave_clock`: called once the run has read the clock for the last time, before the
+    generation is written (a dataset source's thread leaves the virtual clock there, so its
+    disk writes do not hold up the other sources' turns)."""
     log = log or (lambda event, **fields: None)
     wall_start = time.monotonic()
-    source = collection_source(data)
     refusal = plan_refusal(settings.plan)
     if refusal is not None:
         raise RefusedError(refusal)                       # OPS-03: before any request
@@ -443,11 +498,29 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
     columns = tuple(pin_model.columns)
     pages = source.collection.pages
     clock = shell.clock
+    gate = shell.gate
+    if gate is not None and shared is None:
+        try:
+            gate.check()                                  # before any request
+        except GateUnavailable as exc:
+            raise gate_refusal(exc, gate) from None
+    try:
+        source_lock = gate.source_lock(source.name) if gate is not None else nullcontext()
+        with source_lock:
+            return _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin,
+                               columns, pages, clock, leave_clock)
+    except SourceHeld as exc:
+        raise source_held_refusal(exc) from None
+    except GateUnavailable as exc:
+        raise gate_refusal(exc, gate) from None
 
+
+def _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin, columns, pages,
+                clock, leave_clock=None) -> dict:
     with StateStore(settings.state_dir, keep=settings.keep) as store:
         predecessor = _read_predecessor(store, columns, resync, log)
         run_number = predecessor.run_number + 1
-        transport = shell.transport_for(run_number)
+        transport = shared.transport if shared is not None else shell.transport_for(run_number)
         started_mono = clock.monotonic()
         # A replayed recording (or a recording) reports the run's start; else read the clock.
         started_wall = getattr(transport, "started_at", None)
@@ -456,11 +529,16 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
         deadline = None if settings.deadline_seconds is None else started_mono + settings.deadline_seconds
         budget = B.Budget(source.limits.max_requests, source.collection.discovery.max_requests,
                           source.limits.max_source_bytes, deadline)
-        margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
+        if shared is None:
+            margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
+            politeness = Politeness(pages.min_interval_seconds, pages.effective_concurrency, margin=margin)
+            pacer, interval, concurrency = Pacer(politeness, shell.gate), None, None
+        else:
+            pacer, interval, concurrency = shared.pacer, pages.min_interval_seconds, pages.effective_concurrency
         fetcher = Fetcher(transport, shell.egress_for(source), allowed_origins=pages.allowed_origins, budget=budget,
-                          politeness=Politeness(pages.min_interval_seconds, pages.effective_concurrency, margin=margin),
-                          clock=clock, retries=pages.retries, request_timeout=pages.request_timeout_seconds,
-                          token=shell.token)
+                          politeness=pacer.politeness, clock=clock, retries=pages.retries,
+                          request_timeout=pages.request_timeout_seconds, token=shell.token, pacer=pacer,
+                          interval=interval, concurrency=concurrency)
         log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
         try:
             try:
@@ -484,12 +562,16 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
             log("discovered", discovered=len(discovery.pages), complete=discovery.complete,
                 failure=discovery.failure, chosen_queue=len(planner.queue))
             workers = _worker_count(source, planner)
-            dispatcher = _Dispatcher(planner, fetcher, clock, max(8, workers * _LOOKAHEAD_PER_WORKER),
-                                     per_host=_per_host(source))
+            dispatcher = _Dispatcher(planner, fetcher, clock, _lookahead(planner, workers), per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
-            _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log)
+            _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log,
+                         inline=shared is not None and shell.virtual)
             if progress is not None:
                 progress.done()
+            if pacer.gate_failure is not None:
+                # The gate failed mid-run: what this run fetched cannot be shown to have been
+                # fetched politely, so nothing is written and `current` stays as it was.
+                raise gate_refusal(GateUnavailable(pacer.gate_failure), shell.gate)
             # D-21: the planner names the ceiling it stopped on; a ceiling the fetcher met
             # (requests, bytes, deadline) counts only when it left work undone
             undone = dispatcher.left_undone or not discovery.complete
@@ -498,20 +580,25 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
                 # FETCH-14: reaching the byte cap ends the run with "max_source_bytes", even
                 # when the page that reached it was the last one chosen (it failed on it)
                 budget_exhausted = B.MAX_SOURCE_BYTES
+            ended = None            # a single run reads the clock when its generation is written
+            if leave_clock is not None:
+                ended = (clock.wall(), clock.monotonic())
+                leave_clock()
             with paused_gc():
                 record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
                                            budget_exhausted, run_number, resync, started_at, started_mono,
-                                           wall_start, clock, shell, discovery)
+                                           wall_start, ended, clock, shell, discovery)
         finally:
             close = getattr(transport, "close", None)
-            if close is not None:
+            if close is not None and shared is None:
                 close()
     log("run_finished", complete=record["coverage"]["complete"], generation=record["generation"])
     return record
 
 
 def _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
-                      run_number, resync, started_at, started_mono, wall_start, clock, shell, discovery) -> dict:
+                      run_number, resync, started_at, started_mono, wall_start, ended, clock, shell,
+                      discovery) -> dict:
     generation = store.begin()
     try:
         out = generation.open_text(RELATION)
@@ -534,7 +621,7 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
             "generation": generation.name,
             "mode": "resync" if resync else "refresh",
             "started_at": started_at,
-            "finished_at": rfc3339(clock.wall()),
+            "finished_at": rfc3339(ended[0] if ended else clock.wall()),
             "coverage": result.coverage.as_dict(),
             "truncated": result.truncated,
             "rows": result.rows_written,
@@ -558,7 +645,7 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
                                                        first_run=not predecessor.ledger,
                                                        stop_reason=discovery.stop_reason)},
             "clock": "virtual" if shell.virtual else "system",
-            "duration_seconds": round(clock.monotonic() - started_mono, 3),
+            "duration_seconds": round((ended[1] if ended else clock.monotonic()) - started_mono, 3),
             "wall_seconds": round(time.monotonic() - wall_start, 3),
             "files": {RELATION: relation_digest.as_dict(), LEDGER: ledger_digest.as_dict()},
         }

@@ -1,0 +1,211 @@
+"""Benchmark: many runs, one promise (docs/running-many-sources.md).
+
+1. fleet: PROCESSES `collection run` processes at once, each a source of PAGES pages on each of
+   2 loopback HTTPS origins (min_interval_seconds 1), sharing the local gate and then the Redis
+   gate (a redis-server started here). Per gate: the time the origins took from the first
+   arrival to the last against the ideal shared schedule computed in the same run ((requests
+   per origin - 1) x the gap, the gap being 1 s plus the arrival margin), the smallest gap
+   between two arrivals at one origin (kernel receive stamps; must be >= 1 s) and the most
+   requests in flight at one origin (must be <= 2).
+2. gate cost: one lease (acquire + sent + release) on the local and the Redis gate, beside one
+   HTTPS request's round trip on an open loopback connection, measured here.
+3. dataset replay: DATASET_SOURCES sources over 16 origins replayed on the virtual clock,
+   pages per second and peak RSS, beside one source holding the same number of pages over 8
+   origins (a source lists at most 8, REG-20), measured in the same run.
+
+    .venv/bin/python bench/fleet.py [--pages 30] [--processes 3] [--dataset-sources 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from dataset_kit import JSON_HEADERS, dataset_doc, fixture_for, page_body, pages, source_doc  # noqa: E402
+from loopback import LoopbackServer, Reply  # noqa: E402
+from redis_helper import RedisServer  # noqa: E402
+
+from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS  # noqa: E402
+from collection.fetch.gate import Lease, LocalGate  # noqa: E402
+from collection.fetch.redis_gate import RedisGate  # noqa: E402
+
+ORIGINS = ("a.example.com", "b.example.com")
+
+
+class _Tracker:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    def __call__(self, rec):
+        with self.lock:
+            self.now[rec.host] = self.now.get(rec.host, 0) + 1
+            self.peak[rec.host] = max(self.peak.get(rec.host, 0), self.now[rec.host])
+        time.sleep(0.02)                 # the origin's own work
+        with self.lock:
+            self.now[rec.host] -= 1
+        return Reply(200, JSON_HEADERS, page_body(rec.target))
+
+
+def fleet(gate: str, processes: int, per_origin: int, work: str) -> dict:
+    tracker = _Tracker()
+    with LoopbackServer() as server:
+        for host in ORIGINS:
+            server.route("/robots.txt", Reply(404, (("Content-Type", "text/plain"),), b""), host=host)
+            server.route("*", Reply(handler=tracker), host=host)
+        runs = []
+        started = time.monotonic()
+        for n in range(processes):
+            urls = [u for host in ORIGINS for u in pages(host, f"s{n}", per_origin)]
+            recipe = os.path.join(work, f"fleet-{n}.json")
+            with open(recipe, "w") as handle:
+                json.dump(source_doc(f"fleet_{n}", urls, max_fetches=len(urls)), handle)
+            args = [sys.executable, "-m", "collection", "run", recipe, "--state", os.path.join(work, f"state-{gate[:5]}-{n}"),
+                    "--ca-bundle", server.ca_pem_path, "--gate", gate, "--json"]
+            for flag in server.resolve_flags(*ORIGINS):
+                args += ["--resolve", flag]
+            runs.append(subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        codes = [run.wait() for run in runs]
+        ended = time.monotonic()
+        wall = ended - started
+        for run in runs:
+            if run.returncode != 0:
+                print(run.stderr.read(), file=sys.stderr)
+        spans, smallest, counts = [], [], []
+        every = sorted(r.arrived for r in server.requests)
+        for host in ORIGINS:
+            arrivals = sorted(r.arrived for r in server.requests_for(host=host))
+            counts.append(len(arrivals))
+            spans.append(arrivals[-1] - arrivals[0])
+            smallest.append(min(b - a for a, b in zip(arrivals, arrivals[1:])))
+    ideal = (max(counts) - 1) * (1.0 + ARRIVAL_MARGIN_SECONDS)
+    return {"exit_codes": codes, "wall": wall, "requests_per_origin": counts, "span": max(spans), "ideal": ideal,
+            "ratio": max(spans) / ideal, "smallest_gap": min(smallest), "peak_in_flight": max(tracker.peak.values()),
+            "to_first": every[0] - started, "after_last": ended - every[-1], "all_span": every[-1] - every[0]}
+
+
+def gate_cost(gate, rounds: int) -> float:
+    gate.check()
+    times = []
+    for n in range(rounds):
+        t0 = time.perf_counter()
+        lease = gate.acquire(f"h{n}.example.com", 1.0, 30)
+        assert isinstance(lease, Lease)
+        gate.sent(lease)
+        gate.release(lease)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def round_trip(rounds: int) -> float:
+    import urllib3
+
+    with LoopbackServer() as server:
+        server.route("*", Reply(200, JSON_HEADERS, page_body("x")))
+        pool = urllib3.HTTPSConnectionPool("127.0.0.1", server.port, ca_certs=server.ca_pem_path,
+                                           server_hostname="a.example.com", assert_hostname="a.example.com")
+        pool.request("GET", "/warm", headers={"Host": "a.example.com"})
+        times = []
+        for n in range(rounds):
+            t0 = time.perf_counter()
+            pool.request("GET", f"/p{n}", headers={"Host": "a.example.com"})
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+
+def replay(work: str, name: str, data: bytes, fixture: list) -> tuple[float, int, float]:
+    recipe, path = os.path.join(work, f"{name}.json"), os.path.join(work, f"{name}-fixture.json")
+    with open(recipe, "wb") as handle:
+        handle.write(data)
+    with open(path, "w") as handle:
+        json.dump(fixture, handle)
+    script = ("import resource, subprocess, sys, time\n"
+              "t0 = time.monotonic()\n"
+              "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
+              "wall = time.monotonic() - t0\n"
+              "sys.stderr.write(done.stderr.decode()[-2000:])\n"
+              "print(done.returncode, wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    out = subprocess.run([sys.executable, "-c", script, sys.executable, "-m", "collection", "run", recipe, "--state",
+                          os.path.join(work, f"state-{name}"), "--replay", path, "--json"],
+                         cwd=ROOT, capture_output=True, text=True)
+    code, wall, rss_kib = out.stdout.split()
+    if code != "0":
+        print(out.stderr, file=sys.stderr)
+    return float(wall), int(code), int(rss_kib) / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=30, help="pages per origin per process")
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--dataset-sources", type=int, default=256)
+    parser.add_argument("--dataset-pages", type=int, default=20, help="pages per source in the dataset replay")
+    parser.add_argument("--skip-fleet", action="store_true")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-fleet-")
+    redis = RedisServer(work).start()
+    try:
+        print("gate cost per request (median of 2000 leases: acquire + sent + release) beside an HTTPS round trip")
+        trip = round_trip(500)
+        local = gate_cost(LocalGate(os.path.join(work, "cost-gate")), 2000)
+        fleet_gate = gate_cost(RedisGate(redis.url), 2000)
+        print(f"  HTTPS round trip on an open loopback connection: {trip * 1000:.3f} ms")
+        print(f"  local gate: {local * 1000:.3f} ms ({local / trip:.2f}x the round trip)")
+        print(f"  redis gate: {fleet_gate * 1000:.3f} ms ({fleet_gate / trip:.2f}x the round trip)")
+
+        if not args.skip_fleet:
+            for label, gate in (("local", f"local:{os.path.join(work, 'gate')}"), ("redis", redis.url)):
+                result = fleet(gate, args.processes, args.pages, work)
+                print(f"fleet, {label} gate: {args.processes} processes x {len(ORIGINS)} origins x {args.pages} pages, "
+                      f"exit codes {result['exit_codes']}")
+                print(f"  requests per origin {result['requests_per_origin']}; first to last arrival "
+                      f"{result['span']:.2f} s against the ideal shared schedule {result['ideal']:.2f} s: "
+                      f"ratio {result['ratio']:.4f} (target <= 1.05)")
+                print(f"  whole fleet wall {result['wall']:.2f} s = {result['to_first']:.2f} s from spawning to the "
+                      f"first arrival + {result['all_span']:.2f} s first to last arrival (both origins) + "
+                      f"{result['after_last']:.2f} s to the last exit; (span + start-up) / wall "
+                      f"{(result['all_span'] + result['to_first']) / result['wall']:.3f}")
+                print(f"  fleet wall / ideal shared schedule: {result['wall'] / result['ideal']:.4f} (target <= 1.05; "
+                      f"the wall includes the processes' start-up)")
+                print(f"  smallest gap at one origin {result['smallest_gap']:.4f} s (floor 1 s); "
+                      f"peak in flight at one origin {result['peak_in_flight']} (cap 2)")
+
+        sources, per = args.dataset_sources, args.dataset_pages
+        hosts = [f"o{n}.example.com" for n in range(16)]
+        urls = {n: pages(hosts[n % 16], f"d{n}", per) for n in range(sources)}
+        every = [u for n in range(sources) for u in urls[n]]
+        data = dataset_doc("bench", *(source_doc(f"source_{n}", urls[n]) for n in range(sources)))
+        # One source may list at most 8 origins (REG-20): the baseline spreads the same number
+        # of pages over 8 of them.
+        alone = [u.replace(f"o{n}.example.com", f"o{n % 8}.example.com") for u in every for n in (int(u.split("/")[2][1:].split(".")[0]),)]
+        single = json.dumps(source_doc("single", alone, max_fetches=len(alone))).encode()
+        fixture = fixture_for(sorted(set(every) | set(alone)))
+        one_wall, one_code, one_rss = replay(work, "single", single, fixture)
+        many_wall, many_code, many_rss = replay(work, "dataset", data, fixture)
+        print(f"replay on the virtual clock: {len(every)} pages over 16 origins")
+        print(f"  one source:  {len(every) / one_wall:.0f} pages/s ({one_wall:.2f} s, exit {one_code}), "
+              f"peak RSS {one_rss:.0f} MiB")
+        print(f"  {sources} sources: {len(every) / many_wall:.0f} pages/s ({many_wall:.2f} s, exit {many_code}), "
+              f"peak RSS {many_rss:.0f} MiB (target <= 1024 MiB)")
+        print(f"  dataset pages/s relative to one source: {one_wall / many_wall:.2f} (target >= 1/1.2 = 0.83)")
+    finally:
+        redis.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""The politeness gate: the per-origin state the promise to an origin's operator rests on,
+shared by every process that fetches from that origin (docs/politeness.md, "Running many
+sources").
+
+What the gate holds per origin (host): the start of the last request and the gap its source
+asked for, the requests in flight (each one a *lease*), the Crawl-delay raise and the
+Retry-After hold. A process asks the gate before it opens a connection to a host and gets
+either a lease (go now) or a number of seconds to wait; it tells the gate when the request
+line has been written (`sent`: the next start is counted from there) and when the request
+has ended (`release`, with a Retry-After when there was one).
+
+Backends:
+
+- `none` (no shared gate): the in-process scheduler (collection.fetch.politeness) alone.
+  Replays on the virtual clock always run so; a live run only with `--gate none`, which an
+  operator uses only when they know the run is alone.
+- `LocalGate` (the default for a live run): a directory of per-origin records under the
+  user's runtime or cache directory, each read and rewritten under an exclusive `flock`,
+  timed by CLOCK_MONOTONIC (one clock for every process of one machine). A lease names its
+  process; a lease whose process is gone (or has passed its TTL) is reclaimed, so a SIGKILL
+  never wedges an origin.
+- `RedisGate` (collection.fetch.redis_gate): the same state in Redis or Valkey, for a fleet.
+
+A gate that cannot be reached raises `GateUnavailable`: before the first request that is the
+run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses and writes
+nothing. There is never a silent fallback to a looser gate.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Protocol
+
+from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
+
+GATE_ENV = "COLLECTION_GATE"
+LOCAL = "local"
+NONE = "none"
+LEASE_MARGIN_SECONDS = 30.0         # a lease outlives its request's timeout by this much
+IDLE_EXPIRE_SECONDS = 7 * 24 * 3600  # an origin's shared record is forgotten after a week unused
+_FULL_POLL_SECONDS = 0.05           # how soon to ask again while an origin's two slots are taken
+
+
+class GateUnavailable(Exception):
+    """The shared gate cannot be read or written."""
+
+
+class SourceHeld(Exception):
+    """Another process (maybe on another server) runs this source now."""
+
+    def __init__(self, name: str, holder: str):
+        super().__init__(f"source {name} is being run by {holder}")
+        self.name = name
+        self.holder = holder
+
+
+@dataclass(frozen=True)
+class Lease:
+    host: str
+    lease_id: str
+    gap: float           # the requesting source's own interval (floor applied)
+
+
+class Gate(Protocol):
+    description: str
+
+    def check(self) -> None: ...
+
+    def acquire(self, host: str, interval: float, ttl: float) -> Lease | float: ...
+
+    def sent(self, lease: Lease) -> None: ...
+
+    def release(self, lease: Lease, retry_after: float | None = None) -> None: ...
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None: ...
+
+    def source_lock(self, name: str): ...
+
+    def close(self) -> None: ...
+
+
+def holder_description() -> str:
+    """Who holds a lease or a source: the host name and the process id (what an operator
+    needs to find it)."""
+    return f"{socket.gethostname()} pid {os.getpid()}"
+
+
+def parse_gate(value: str | None, margin: float) -> "Gate | None":
+    """The gate a `--gate` value (or COLLECTION_GATE) names: `local` (the default),
+    `local:DIR`, `none`, or `redis://HOST:PORT/DB` (`rediss://` for TLS). None means
+    the in-process scheduler alone. ValueError for anything else."""
+    value = (value or LOCAL).strip()
+    if value == NONE:
+        return None
+    if value == LOCAL:
+        return LocalGate(default_directory(), margin=margin)
+    if value.startswith(LOCAL + ":"):
+        return LocalGate(value[len(LOCAL) + 1:], margin=margin)
+    if value.startswith(("redis://", "rediss://", "unix://")):
+        from collection.fetch.redis_gate import RedisGate
+
+        return RedisGate(value, margin=margin)
+    raise ValueError(f"--gate {value!r} is not `local`, `local:DIR`, `none` or redis://HOST:PORT/DB")
+
+
+def default_directory() -> str:
+    """$XDG_RUNTIME_DIR/collection/gate (per user, cleared at boot), else the user's cache."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return os.path.join(runtime, "collection", "gate")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "collection", "gate")
+
+
+def _boot_id() -> str:
+    # CLOCK_MONOTONIC restarts at boot: a record from an earlier boot is void.
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def _process_start(pid: int) -> str | None:
+    """The start tick of `pid` (/proc/PID/stat field 22), so a reused pid is not taken for
+    the process that held a lease; None when the process does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(b")") + 2:].split()[19].decode()
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    now_start = _process_start(pid)
+    if now_start is None:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return start is None
+    return start is None or now_start == start
+
+
+class LocalGate:
+    """Per-origin records in a directory, each changed under an exclusive flock."""
+
+    def __init__(self, directory: str, *, margin: float = 0.0):
+        self.directory = os.path.abspath(directory)
+        self.description = f"local:{self.directory}"
+        self.margin = float(margin)
+        self._boot = _boot_id()
+        self._pid = os.getpid()
+        self._start = _process_start(self._pid)
+        self._serial = 0
+        self._serial_lock = threading.Lock()
+
+    # --- the record of one origin -----------------------------------------------------------
+    @contextmanager
+    def _record(self, name: str) -> Iterator[dict]:
+        path = os.path.join(self.directory, name)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise GateUnavailable(f"cannot open the local gate {path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = b""
+            while chunk := os.read(fd, 65536):
+                raw += chunk
+            try:
+                record = json.loads(raw) if raw else {}
+            except ValueError:
+                record = {}          # a write cut short by a crash: start the origin afresh
+            if not isinstance(record, dict) or record.get("boot") != self._boot:
+                record = {"boot": self._boot}
+            before = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+            yield record
+            data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+            if data != before or not raw:
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+        except OSError as exc:
+            raise GateUnavailable(f"cannot use the local gate {path}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)           # closing drops the flock
+
+    def _live_leases(self, record: dict, now: float) -> dict:
+        leases = record.get("leases", {})
+        live = {k: v for k, v in leases.items()
+                if v["expires"] > now and (v["pid"] == self._pid or _alive(v["pid"], v.get("start")))}
+        record["leases"] = live
+        return live
+
+    def _gap(self, record: dict, interval: float) -> float:
+        return max(interval, FLOOR_SECONDS, float(record.get("crawl_delay", 0.0))) + self.margin
+
+    # --- the gate ---------------------------------------------------------------------------
+    def check(self) -> None:
+        try:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise GateUnavailable(f"cannot create the local gate {self.directory}: {exc.strerror or exc}") from None
+        with self._record(".check"):
+            pass
+
+    def acquire(self, host: str, interval: float, ttl: float) -> Lease | float:
+        with self._record(host) as record:
+            now = time.monotonic()
+            live = self._live_leases(record, now)
+            gap = self._gap(record, interval)
+            ready = max(record.get("last_start", -1e18) + gap, record.get("next_start", -1e18),
+                        record.get("not_before", -1e18))
+            if len(live) >= PER_ORIGIN_IN_FLIGHT:
+                return max(ready - now, _FULL_POLL_SECONDS)
+            if ready > now:
+                return ready - now
+            with self._serial_lock:
+                self._serial += 1
+                lease_id = f"{self._pid}-{self._serial}"
+            live[lease_id] = {"pid": self._pid, "start": self._start, "expires": now + ttl}
+            record["last_start"] = now
+            record["next_start"] = max(record.get("next_start", -1e18), now + gap)
+            return Lease(host, lease_id, interval)
+
+    def sent(self, lease: Lease) -> None:
+        with self._record(lease.host) as record:
+            now = time.monotonic()
+            if lease.lease_id in record.get("leases", {}) and now > record.get("last_start", -1e18):
+                record["last_start"] = now
+                record["next_start"] = max(record.get("next_start", -1e18), now + self._gap(record, lease.gap))
+
+    def release(self, lease: Lease, retry_after: float | None = None) -> None:
+        with self._record(lease.host) as record:
+            now = time.monotonic()
+            record.get("leases", {}).pop(lease.lease_id, None)
+            if retry_after is not None and retry_after > 0:
+                hold = now + min(float(retry_after), MAX_DELAY_SECONDS)
+                record["not_before"] = max(record.get("not_before", -1e18), hold)
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        if seconds is None or not seconds > 0:
+            return
+        with self._record(host) as record:
+            record["crawl_delay"] = max(float(record.get("crawl_delay", 0.0)), min(float(seconds), MAX_DELAY_SECONDS))
+
+    @contextmanager
+    def source_lock(self, name: str) -> Iterator[None]:
+        # One machine: the state directory's own flock already keeps one run per source.
+        yield
+
+    def close(self) -> None:
+        pass
+

@@ -1,0 +1,74 @@
+"""What every fetcher of one process shares (shell): one politeness scheduler, one lock, one
+connection cap per host, the waiters' queue per host, and the gate shared with other processes.
+
+A single-source run has one fetcher and one pacer. A dataset run gives the one pacer to every
+source's fetcher, so sources that read one origin are paced as one client (FETCH-16, FETCH-18,
+FETCH-19, D-10 across sources). With `fair`, the workers waiting for a host are served in the
+order they began to wait: a source with more workers, or enrolled earlier on a virtual clock
+that breaks ties by enrolment, cannot starve another source of a host they share.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from collection.fetch.gate import Gate, GateUnavailable, Lease
+from collection.fetch.politeness import Politeness
+
+GATE_UNAVAILABLE = "gate_unavailable"      # the stop a fetch reports when the shared gate failed
+
+
+class Pacer:
+    def __init__(self, politeness: Politeness, gate: Gate | None = None, *, fair: bool = False):
+        self.politeness = politeness
+        self.gate = gate
+        self.fair = fair
+        self.lock = threading.Lock()            # guards the scheduler, the counts below, every budget
+        # Requests per host between admission and their response's close, capped at
+        # PER_ORIGIN_IN_FLIGHT: the transport's per-host pool is that size (see Fetcher).
+        self.sending: dict[str, int] = {}
+        self.waiters: dict[str, deque] = {}
+        self.gate_failure: str | None = None     # the first gate error: the run refuses
+
+    def is_head(self, host: str, token: object) -> bool:
+        queue = self.waiters.get(host)
+        return not self.fair or (queue is not None and queue[0] is token)
+
+    def ahead(self, host: str, token: object) -> int:
+        """How many waiters are before `token` in the host's line (0 unless fair)."""
+        queue = self.waiters.get(host)
+        if not self.fair or queue is None:
+            return 0
+        for position, other in enumerate(queue):
+            if other is token:
+                return position
+        return 0
+
+    def join(self, host: str, token: object) -> None:
+        if self.fair:
+            self.waiters.setdefault(host, deque()).append(token)
+
+    def leave(self, host: str, token: object) -> None:
+        if self.fair:
+            queue = self.waiters.get(host)
+            if queue is not None and token in queue:
+                queue.remove(token)
+
+    # --- the shared gate: every call under `lock`, failures remembered --------------------
+    def gate_acquire(self, host: str, interval: float, ttl: float) -> Lease | float:
+        try:
+            return self.gate.acquire(host, interval, ttl)
+        except GateUnavailable as exc:
+            self.gate_failure = self.gate_failure or str(exc)
+            raise
+
+    def gate_quietly(self, method: str, *args) -> None:
+        """sent / release / set_crawl_delay: a failure stops the run (it refuses at the end)
+        but never breaks the request it is reported from; a lease not released expires."""
+        if self.gate is None:
+            return
+        try:
+            getattr(self.gate, method)(*args)
+        except GateUnavailable as exc:
+            self.gate_failure = self.gate_failure or str(exc)

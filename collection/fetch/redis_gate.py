@@ -1,0 +1,190 @@
+"""The fleet gate: the politeness state of every origin in Redis or Valkey (collection.fetch.gate).
+
+Every decision is one Lua script, so it is atomic, and it reads the time with the Redis
+server's own `TIME`: all servers of a fleet are measured against one clock, and clock skew
+between them cannot shorten a gap. Each request in flight is a member of the origin's lease
+set scored by its expiry (request timeout plus a margin): a worker that dies frees its slot
+when the lease expires, with nobody to clean up.
+
+Keys, per host H (a hash tag keeps both on one Redis Cluster slot):
+  collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time)
+  collection:gate:{H}:leases   sorted set: lease id -> expiry
+  collection:source:NAME       a source's lock: the holder's description, with a TTL renewed while it runs
+Every key expires after a week without use.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from contextlib import contextmanager
+from typing import Iterator
+
+from collection.fetch.gate import (IDLE_EXPIRE_SECONDS, GateUnavailable, Lease, SourceHeld, _FULL_POLL_SECONDS,
+                                   holder_description)
+from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
+
+SOURCE_LOCK_SECONDS = 60.0          # a source lock lives this long unless renewed (every third of it)
+
+_PRELUDE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local function num(v, default) if v then return tonumber(v) else return default end end
+local function fmt(v) return string.format('%.6f', v) end
+local s = redis.call('HMGET', KEYS[1], 'last_start', 'next_start', 'not_before', 'crawl_delay')
+local last, nxt, nb, cd = num(s[1], -1e18), num(s[2], -1e18), num(s[3], -1e18), num(s[4], 0)
+"""
+
+# KEYS: state, leases. ARGV: lease id, interval, margin, ttl, cap, idle expiry, full poll.
+# Returns {1, ''} for a lease, {0, seconds to wait} otherwise.
+_ACQUIRE = _PRELUDE + """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local gap = math.max(tonumber(ARGV[2]), cd) + tonumber(ARGV[3])
+local ready = math.max(last + gap, nxt, nb)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
+  return {0, fmt(math.max(ready - now, tonumber(ARGV[7])))}
+end
+if ready > now then return {0, fmt(ready - now)} end
+redis.call('HSET', KEYS[1], 'last_start', fmt(now), 'next_start', fmt(math.max(nxt, now + gap)))
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[6])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+return {1, ''}
+"""
+
+# KEYS: state, leases. ARGV: lease id, interval, margin.
+_SENT = _PRELUDE + """
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) and now > last then
+  local gap = math.max(tonumber(ARGV[2]), cd) + tonumber(ARGV[3])
+  redis.call('HSET', KEYS[1], 'last_start', fmt(now), 'next_start', fmt(math.max(nxt, now + gap)))
+end
+return 1
+"""
+
+# KEYS: state, leases. ARGV: lease id, retry-after seconds (0: none), idle expiry.
+_RELEASE = _PRELUDE + """
+redis.call('ZREM', KEYS[2], ARGV[1])
+local hold = tonumber(ARGV[2])
+if hold > 0 then
+  redis.call('HSET', KEYS[1], 'not_before', fmt(math.max(nb, now + hold)))
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+"""
+
+# KEYS: state. ARGV: crawl delay seconds, idle expiry.
+_CRAWL_DELAY = _PRELUDE + """
+redis.call('HSET', KEYS[1], 'crawl_delay', fmt(math.max(cd, tonumber(ARGV[1]))))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+# KEYS: lock. ARGV: holder token, ttl ms. Renew or release only one's own lock.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisGate:
+    def __init__(self, url: str, *, margin: float = 0.0, timeout: float = 2.0):
+        try:
+            import redis
+        except ImportError:          # pragma: no cover - redis is a dependency of the package
+            raise GateUnavailable("the redis client is not installed") from None
+        self._errors = (redis.exceptions.RedisError, OSError)
+        self.description = url.split("@", 1)[-1] if "@" in url else url     # never print a password
+        self.margin = float(margin)
+        try:
+            self._redis = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
+                                               health_check_interval=0)
+        except (ValueError, *self._errors) as exc:
+            raise GateUnavailable(f"cannot use the gate {self.description}: {exc}") from None
+        self._acquire = self._redis.register_script(_ACQUIRE)
+        self._sent = self._redis.register_script(_SENT)
+        self._release = self._redis.register_script(_RELEASE)
+        self._crawl = self._redis.register_script(_CRAWL_DELAY)
+        self._renew = self._redis.register_script(_RENEW)
+        self._unlock = self._redis.register_script(_UNLOCK)
+        self._prefix = uuid.uuid4().hex[:12]
+        self._serial = 0
+        self._serial_lock = threading.Lock()
+
+    def _call(self, what: str, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except self._errors as exc:
+            raise GateUnavailable(f"the gate {self.description} failed ({what}): {exc}") from None
+
+    @staticmethod
+    def _keys(host: str) -> list[str]:
+        return [f"collection:gate:{{{host}}}", f"collection:gate:{{{host}}}:leases"]
+
+    def check(self) -> None:
+        self._call("PING", self._redis.ping)
+
+    def acquire(self, host: str, interval: float, ttl: float) -> Lease | float:
+        with self._serial_lock:
+            self._serial += 1
+            lease_id = f"{self._prefix}-{self._serial}"
+        interval = max(float(interval), FLOOR_SECONDS)
+        granted, wait = self._call("acquire", self._acquire, keys=self._keys(host),
+                                   args=[lease_id, interval, self.margin, ttl, PER_ORIGIN_IN_FLIGHT,
+                                         IDLE_EXPIRE_SECONDS, _FULL_POLL_SECONDS])
+        if int(granted) == 1:
+            return Lease(host, lease_id, interval)
+        return float(wait)
+
+    def sent(self, lease: Lease) -> None:
+        self._call("sent", self._sent, keys=self._keys(lease.host), args=[lease.lease_id, lease.gap, self.margin])
+
+    def release(self, lease: Lease, retry_after: float | None = None) -> None:
+        hold = min(float(retry_after), MAX_DELAY_SECONDS) if retry_after and retry_after > 0 else 0
+        self._call("release", self._release, keys=self._keys(lease.host),
+                   args=[lease.lease_id, hold, IDLE_EXPIRE_SECONDS])
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        if seconds is None or not seconds > 0:
+            return
+        self._call("crawl-delay", self._crawl, keys=self._keys(host)[:1],
+                   args=[min(float(seconds), MAX_DELAY_SECONDS), IDLE_EXPIRE_SECONDS])
+
+    @contextmanager
+    def source_lock(self, name: str) -> Iterator[None]:
+        """Hold `collection:source:NAME` while the source runs, so two servers never run one
+        source at once; renewed every third of its TTL, so a dead holder's lock expires."""
+        key = f"collection:source:{name}"
+        token = f"{holder_description()} ({self._prefix})"
+        ttl_ms = int(SOURCE_LOCK_SECONDS * 1000)
+        if not self._call("lock", self._redis.set, key, token, nx=True, px=ttl_ms):
+            holder = self._call("lock", self._redis.get, key)
+            raise SourceHeld(name, holder.decode("utf-8", "replace") if holder else "another run (just released)")
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(SOURCE_LOCK_SECONDS / 3):
+                try:
+                    self._renew(keys=[key], args=[token, ttl_ms])
+                except self._errors:
+                    pass        # the next gate call fails and stops the run
+
+        thread = threading.Thread(target=renew, daemon=True, name="collection-source-lock")
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            try:
+                self._unlock(keys=[key], args=[token])
+            except self._errors:
+                pass            # it expires by itself
+
+    def close(self) -> None:
+        try:
+            self._redis.close()
+        except self._errors:
+            pass

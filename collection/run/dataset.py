@@ -1,0 +1,197 @@
+"""A dataset run: every collection source of a dataset in one process (docs/run.md, "Running
+many sources").
+
+Each source runs as it would alone (collection.run.loop.run_source) into `DIR/<source name>/`,
+with its own budgets, ledger, relation, generations and coverage block; what they share is
+the transport (one connection pool per origin) and one pacer: one politeness scheduler, one
+cap of two requests in flight per origin, at most 25 in flight overall, the waiters of a host
+served in the order they came (no source starves another on a shared origin), and the gate
+shared with other processes.
+
+A source refused (at registration, or by a run-level refusal such as STATE_LOCKED) is
+reported and the others still run. The dataset record (schemas/dataset-run-record.schema.json)
+lists every source in the dataset's order and is also written to DIR/dataset-run.json; its
+`dataset_run` counts the dataset's runs and names the fixture run a `--replay` or `--record`
+uses (one fixture holds every origin of the dataset).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from collection.canonical import ordered_json
+from collection.fetch.clock import VirtualClock
+from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
+from collection.fetch.gate import GateUnavailable
+from collection.fetch.pacer import Pacer
+from collection.fetch.politeness import WORKER_CAP, Politeness
+from collection.recipe.refusal import Refusal, RefusedError
+from collection.recipe.registration import dataset_entries
+from collection.run.loop import RunSettings, RunUsageError, SharedRun, Shell, gate_refusal, run_source
+from collection.store.generations import StateLocked
+
+DATASET_RECORD = "dataset-run.json"
+DATASET_RECORD_VERSION = 1
+
+RAN = "ran"
+REFUSED = "refused"
+NOT_COLLECTED = "not_collected"      # a source of another adapter: not collected by this tool
+NOT_CHOSEN = "not_chosen"            # left out by --only
+ERROR = "error"                      # its state directory could not be used (exit 2)
+STATUSES = (RAN, REFUSED, NOT_COLLECTED, NOT_CHOSEN, ERROR)
+
+
+@dataclass(frozen=True)
+class DatasetSettings:
+    state_dir: str
+    only: tuple[str, ...] = ()
+    resync: bool = False
+    deadline_seconds: float | None = None
+    keep: int = 3
+    plan: Any = None
+
+
+def is_dataset(data: bytes) -> bool:
+    try:
+        document = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(document, dict) and "sources" in document and "connector" not in document
+
+
+def previous_dataset_run(state_dir: str) -> int:
+    try:
+        with open(os.path.join(state_dir, DATASET_RECORD), "rb") as handle:
+            return int(json.loads(handle.read()).get("dataset_run", 0))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 0
+
+
+def _refused(refusals: Iterable[Refusal]) -> dict:
+    refusals = list(refusals)
+    return {"status": REFUSED, "code": refusals[0].code, "refusals": [r.to_json() for r in refusals], "record": None}
+
+
+def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log=None) -> dict:
+    """Run the dataset; returns the dataset record. RefusedError when the dataset as a whole
+    is refused (its envelope, or the gate before any request); RunUsageError for --only
+    naming no source of it."""
+    registration, envelope, entries = dataset_entries(data)
+    if envelope or not entries:
+        raise RefusedError(list(envelope or registration.refusals))
+    names = [entry.name for entry in entries]
+    unknown = sorted(set(settings.only) - set(names))
+    if unknown:
+        raise RunUsageError(f"--only {', '.join(unknown)}: no such source in the dataset (it has {', '.join(names)})")
+    gate = shell.gate
+    if gate is not None:
+        try:
+            gate.check()
+        except GateUnavailable as exc:
+            raise gate_refusal(exc, gate) from None
+    os.makedirs(settings.state_dir, exist_ok=True)
+    dataset_run = previous_dataset_run(settings.state_dir) + 1
+
+    results: dict[int, dict] = {}
+    chosen = []
+    for entry in entries:
+        if settings.only and entry.name not in settings.only:
+            results[entry.index] = {"status": NOT_CHOSEN, "code": None, "refusals": [], "record": None}
+        elif entry.source is None:
+            results[entry.index] = _refused(entry.refusals)
+        elif not entry.source.is_collection:
+            results[entry.index] = {"status": NOT_COLLECTED, "code": None, "refusals": [], "record": None,
+                                    "adapter_id": entry.source.connector.adapter_id}
+        else:
+            chosen.append(entry)
+
+    transport = shell.transport_for(dataset_run)
+    margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
+    pacer = Pacer(Politeness(1, WORKER_CAP, margin=margin), gate, fair=True)
+    shared = SharedRun(transport, pacer)
+    base_log = log or (lambda event, **fields: None)
+    lock = threading.Lock()
+
+    def run_one(entry, participant) -> None:
+        def source_log(event, **fields):
+            with lock:
+                base_log(event, **{"source": entry.name, **fields})
+
+        run_settings = RunSettings(os.path.join(settings.state_dir, entry.name), resync=settings.resync,
+                                   deadline_seconds=settings.deadline_seconds, keep=settings.keep, plan=settings.plan)
+        try:
+            with participant if participant is not None else nullcontext():
+                record = run_source(entry.source, run_settings, shell, shared=shared, log=source_log,
+                                    leave_clock=participant.leave if participant is not None else None)
+            outcome = {"status": RAN, "code": None, "refusals": [], "record": record}
+        except RefusedError as exc:
+            outcome = _refused(exc.refusals)
+        except StateLocked as exc:
+            outcome = _refused([exc.to_refusal()])
+        except (RunUsageError, OSError) as exc:
+            # the disk or the command line, not the recipe: exit 2 once every source has run
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            outcome = {"status": ERROR, "code": None, "refusals": [], "record": None,
+                       "message": f"{getattr(exc, 'strerror', None) or exc}{where}; the previous generation is unchanged"}
+        except Exception as exc:        # noqa: BLE001 - one source's defect must not hide the others' results
+            outcome = {"status": ERROR, "code": None, "refusals": [], "record": None,
+                       "message": f"internal error: {type(exc).__name__}: {exc}; the previous generation is unchanged"}
+        with lock:
+            results[entry.index] = outcome
+
+    virtual = isinstance(shell.clock, VirtualClock)
+    # Every source thread is enrolled before any starts (a virtual clock taking turns must
+    # know all of them before it hands out the first).
+    participants = [shell.clock.enroll() if virtual else None for _ in chosen]
+    threads = [threading.Thread(target=run_one, args=(entry, participant), daemon=True,
+                                name=f"collection-source-{entry.name}")
+               for entry, participant in zip(chosen, participants)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        close = getattr(transport, "close", None)
+        if close is not None:
+            close()
+
+    sources = []
+    for entry in entries:
+        outcome = results[entry.index]
+        sources.append({"name": entry.name, **outcome})
+    counts = {status: sum(1 for s in sources if s["status"] == status) for status in STATUSES}
+    record = {
+        "record_version": DATASET_RECORD_VERSION,
+        "dataset": registration.dataset.name if registration.dataset else _dataset_name(data),
+        "dataset_run": dataset_run,
+        "gate": getattr(gate, "description", "none"),
+        "counts": counts,
+        "sources": sources,
+    }
+    if counts[RAN]:
+        _write_record(settings.state_dir, record)
+    return record
+
+
+def _dataset_name(data: bytes) -> str:
+    try:
+        return str(json.loads(data).get("name", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _write_record(state_dir: str, record: dict) -> None:
+    path = os.path.join(state_dir, DATASET_RECORD)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as handle:
+        handle.write((ordered_json(record) + "\n").encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+

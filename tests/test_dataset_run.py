@@ -1,0 +1,193 @@
+"""`collection run DATASET --state DIR`: every collection source of a dataset in one process,
+one politeness scheduler and one connection cap per origin shared by all (FETCH-16, FETCH-18,
+FETCH-19, D-10), each source's own state under DIR/<name>/ (REG-05: 1 to 256 sources).
+
+The end-to-end run is in-process on a VirtualClock against the loopback HTTPS publisher (real
+TLS); the others replay a fixture holding every origin of the dataset."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import jsonschema
+import referencing
+from dataset_kit import dataset_doc, fixture_for, page_body, pages, source_doc
+from loopback import Reply
+from test_run_kit import run_cli
+
+from collection.fetch.clock import VirtualClock
+from collection.fetch.egress import Egress
+from collection.fetch.urllib3_transport import Urllib3Transport
+from collection.recipe.resources import load_schema
+from collection.run.dataset import DatasetSettings, execute_dataset
+from collection.run.loop import Shell
+from collection.store.generations import StateStore
+
+DECISIONS = pages("a.example.com", "x", 4)
+MINUTES = pages("a.example.com", "y", 3) + pages("b.example.com", "y", 3)
+AGENDAS = pages("b.example.com", "z", 4)
+SOURCES = (("decisions", DECISIONS), ("minutes", MINUTES), ("agendas", AGENDAS))
+
+
+def _dataset(*extra: dict) -> bytes:
+    return dataset_doc("council", *(source_doc(name, urls) for name, urls in SOURCES), *extra)
+
+
+def _validator():
+    record, dataset = load_schema("run-record.schema.json"), load_schema("dataset-run-record.schema.json")
+    registry = referencing.Registry().with_resources([
+        (record["$id"], referencing.Resource.from_contents(record)),
+        (dataset["$id"], referencing.Resource.from_contents(dataset))])
+    return jsonschema.Draft202012Validator(dataset, registry=registry)
+
+
+def _rows(state, name: str) -> bytes:
+    with open(os.path.join(str(state), name, "current", "relation.csv"), "rb") as handle:
+        return handle.read()
+
+
+def test_three_sources_on_two_shared_origins_end_to_end(loopback, tmp_path):
+    """Each source gets its own generation, and the origin is paced once for all of them."""
+    for url in DECISIONS + MINUTES + AGENDAS:
+        host, path = url.split("/")[2], "/" + url.split("/", 3)[3]
+        loopback.route(path, Reply(200, (("Content-Type", "application/json"),), page_body(url)), host=host)
+    clock = VirtualClock(turns=True)
+    shell = Shell(clock, lambda n: Urllib3Transport(ca_bundle=loopback.ca_pem_path),
+                  lambda source: Egress(loopback.resolve_map()))
+    record = execute_dataset(_dataset(), DatasetSettings(str(tmp_path / "state")), shell)
+    _validator().validate(record)
+    assert [(s["name"], s["status"]) for s in record["sources"]] == [(n, "ran") for n, _ in SOURCES]
+    for name, urls in SOURCES:
+        run = next(s["record"] for s in record["sources"] if s["name"] == name)
+        assert run["coverage"]["complete"] and run["rows"] == len(urls)
+        assert _rows(tmp_path / "state", name).count(b"\n") == len(urls) + 1
+    # a.example.com serves decisions (x) and minutes (y): their pages alternate from the start
+    on_a = [r.path.split("/")[1] for r in sorted(loopback.requests_for(host="a.example.com"), key=lambda r: r.arrived)
+            if r.path != "/robots.txt"]
+    assert on_a.count("x") == 4 and on_a.count("y") == 3
+    # one scheduler for the origin: 7 pages + 2 robots.txt on a.example.com need 8 gaps of 1 s
+    assert max(s["record"]["duration_seconds"] for s in record["sources"]) >= 8.0
+    assert clock.monotonic() < 12.0          # ... and the two origins were served side by side
+
+
+def _write(tmp_path, data: bytes, fixture: list) -> tuple[str, str]:
+    recipe, replay = tmp_path / "dataset.json", tmp_path / "fixture.json"
+    recipe.write_bytes(data)
+    replay.write_text(json.dumps(fixture))
+    return str(recipe), str(replay)
+
+
+def test_a_refused_source_is_reported_and_the_others_finish(tmp_path):
+    """One source refused at registration, one by a run-level refusal (its state directory is
+    locked), one of another adapter: the fourth runs; exit 1."""
+    other = source_doc("archive", pages("c.example.com", "w", 1))
+    other["connector"]["adapter_id"] = "public.https.file@1.0.0"
+    del other["collection"]
+    broken = source_doc("broken", pages("c.example.com", "v", 2))
+    broken["collection"]["discovery"]["members"][1]["page_id"] = broken["collection"]["discovery"]["members"][0]["page_id"]
+    recipe, replay = _write(tmp_path, _dataset(other, broken), fixture_for(DECISIONS + MINUTES + AGENDAS))
+    state = tmp_path / "state"
+    with StateStore(str(state / "minutes")):
+        done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--json")
+    assert done.returncode == 1, done.stderr
+    record = json.loads(done.stdout)
+    _validator().validate(record)
+    verdicts = {s["name"]: (s["status"], s["code"]) for s in record["sources"]}
+    assert verdicts == {"decisions": ("ran", None), "minutes": ("refused", "STATE_LOCKED"),
+                        "agendas": ("ran", None), "archive": ("not_collected", None),
+                        "broken": ("refused", "EXPLICIT_DUPLICATE_PAGE_ID")}
+    assert record["counts"] == {"ran": 2, "refused": 2, "not_collected": 1, "not_chosen": 0, "error": 0}
+    assert _rows(state, "decisions").count(b"\n") == 5 and _rows(state, "agendas").count(b"\n") == 5
+    assert not os.path.exists(state / "minutes" / "current") and not os.path.exists(state / "broken")
+
+    status = run_cli("status", str(state))
+    assert status.returncode == 0 and "STATE_LOCKED" in status.stdout
+
+
+def test_only_picks_sources_and_an_unknown_name_is_a_usage_error(tmp_path):
+    recipe, replay = _write(tmp_path, _dataset(), fixture_for(DECISIONS + MINUTES + AGENDAS))
+    state = tmp_path / "state"
+    done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--only", "agendas", "--only",
+                   "decisions", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert [(s["name"], s["status"]) for s in record["sources"]] == [
+        ("decisions", "ran"), ("minutes", "not_chosen"), ("agendas", "ran")]
+    assert sorted(os.listdir(state)) == ["agendas", "dataset-run.json", "decisions"]
+    assert run_cli("run", recipe, "--state", str(state), "--replay", replay, "--only", "nope").returncode == 2
+
+    status = run_cli("status", str(state), "--json")
+    assert status.returncode == 0
+    summary = json.loads(status.stdout)
+    assert [(s["name"], s["last_run"]) for s in summary["sources"]] == [
+        ("decisions", "ran"), ("minutes", "not_chosen"), ("agendas", "ran")]
+
+
+def test_a_dataset_replay_is_identical_run_to_run(tmp_path):
+    """Same fixture, same bytes: every source's relation, ledger and run record (but the
+    wall-clock seconds it took), and the dataset record."""
+    recipe, replay = _write(tmp_path, _dataset(), fixture_for(DECISIONS + MINUTES + AGENDAS))
+    outputs = []
+    for attempt in ("one", "two"):
+        state = tmp_path / attempt
+        done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--json")
+        assert done.returncode == 0, done.stderr
+        record = json.loads(done.stdout)
+        files = {}
+        for name, _ in SOURCES:
+            for file in ("relation.csv", "ledger.csv", "run.json"):
+                with open(state / name / "current" / file, "rb") as handle:
+                    data = handle.read()
+                if file == "run.json":
+                    data = json.loads(data)
+                    data.pop("wall_seconds")
+                files[(name, file)] = data
+        for source in record["sources"]:
+            source["record"].pop("wall_seconds")
+        outputs.append((record, files))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0]["dataset_run"] == 1
+
+
+def test_sources_sharing_one_origin_take_turns(tmp_path):
+    """Fairness: on a virtual clock that gives ties to the first enrolled thread, the second
+    source is still served while the first has pages left (the host's waiters queue)."""
+    first, second = pages("a.example.com", "p", 6), pages("a.example.com", "q", 6)
+    data = dataset_doc("shared", source_doc("first", first), source_doc("second", second))
+    recipe, replay = _write(tmp_path, data, fixture_for(first + second))
+    state = tmp_path / "state"
+    done = run_cli("run", recipe, "--state", str(state), "--replay", replay)
+    assert done.returncode == 0, done.stderr
+    times = {}
+    for name in ("first", "second"):
+        with open(state / name / "current" / "ledger.csv", encoding="utf-8") as handle:
+            times[name] = sorted(row["last_fetched_at"] for row in csv.DictReader(handle))
+    # of the first six pages served, each source had at least two (first come, first served;
+    # without the queue the first source's workers win every tie: five pages before the second's first)
+    earliest = sorted((t, name) for name, ts in times.items() for t in ts)[:6]
+    assert min(sum(1 for _, n in earliest if n == name) for name in times) >= 2, times
+
+
+def test_a_recorded_dataset_run_replays_to_the_same_state(loopback, tmp_path):
+    """--record writes one fixture holding every origin of the dataset; --replay of it gives
+    each source the same relation and ledger, byte for byte."""
+    first, second = pages("a.example.com", "r", 2), pages("b.example.com", "s", 1)
+    for url in first + second:
+        host, path = url.split("/")[2], "/" + url.split("/", 3)[3]
+        loopback.route(path, Reply(200, (("Content-Type", "application/json"),), page_body(url)), host=host)
+    recipe = tmp_path / "dataset.json"
+    recipe.write_bytes(dataset_doc("recorded", source_doc("first", first), source_doc("second", second)))
+    fixture = str(tmp_path / "fixture.json")
+    live = ["run", str(recipe), "--state", str(tmp_path / "live"), "--record", fixture, "--ca-bundle",
+            loopback.ca_pem_path, *[arg for flag in loopback.resolve_flags() for arg in ("--resolve", flag)]]
+    done = run_cli(*live)
+    assert done.returncode == 0, done.stderr
+    replayed = run_cli("run", str(recipe), "--state", str(tmp_path / "replayed"), "--replay", fixture)
+    assert replayed.returncode == 0, replayed.stderr
+    for name in ("first", "second"):
+        for file in ("relation.csv", "ledger.csv"):
+            with open(tmp_path / "live" / name / "current" / file, "rb") as a, \
+                    open(tmp_path / "replayed" / name / "current" / file, "rb") as b:
+                assert a.read() == b.read(), (name, file)
