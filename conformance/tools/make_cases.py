@@ -721,6 +721,19 @@ case("urls", "url-redirect-off-allowlist", "A page whose redirect leaves the all
           ok(cov(discovered=2, known=2, skipped=1), None, {"a": skipped("https://other.example.org/moved/a")},
              {"count": 1, "order": [L]}, relation_same_as_run=1))])
 
+O2 = "https://other.example.org"
+case("urls", "url-skipped-recheck-landed", "D-65: a page skipped because its redirect left the allowlist is re-checked by where it landed: allowing that origin makes it pending and fetched; its listed URL alone does not.",
+     ["URL-13", "URL-16", "D-26", "D-34", "D-65"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", f"{O2}/moved/a")])],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped(f"{O2}/moved/a")}, {"order": [L, f"{H}/p/a"]})),
+      run([listing(L, "a")],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped(f"{O2}/moved/a")}, {"count": 1, "order": [L]})),
+      run([listing(L, "a"), ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", f"{O2}/moved/a")]),
+           page(f"{O2}/moved/a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
+             {"order": [L, f"{H}/p/a", f"{O2}/moved/a"]}),
+          recipe=recipe(**{"collection.pages.allowed_origins": [H, O2]}))])
+
 case("urls", "url-redirect-http", "A redirect to a plain-http address is handled like skipped_origin.", ["URL-13", "URL-15"], recipe(),
      [run([listing(L, "a"), ex(f"{H}/p/a", "", status=301, ctype=None, headers=[("Location", "http://www.example.com/p/a")])],
           ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped("http://www.example.com/p/a")}, {"count": 2}))])
@@ -866,8 +879,17 @@ case("merge", "merge-idle-refresh-unchanged", "Refetched pages with the ledger's
      ["MERGE-13", "MERGE-14", "MERGE-15", "MERGE-30", "COV-11", "D-31", "D-32"], recipe(**IV),
      [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
       run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2, unchanged=2), None, {"a": fetched(1), "b": fetched(1)},
-                  {"count": 3}, relation_same_as_run=1, corrections=[]), clock_advance_seconds=3600),
+                  {"count": 3}, relation_same_as_run=1, corrections=[]), clock_advance_seconds=3601),
       run(EX2, ok(cov(discovered=2, known=2), None, {}, {"count": 1}, relation_same_as_run=1), clock_advance_seconds=1800)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-interval-boundary", "D-63: a page fetched less than `seconds` ago is not yet due (run 2 advances the clock by seconds - 30: the specification does not fix how much virtual time politeness adds, so the exact instant is pinned by the unit test merge_30); past `seconds` it is.",
+     ["MERGE-30", "D-63"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run(EX2, ok(cov(discovered=2, known=2), None, {}, {"count": 1, "order": [L]}, relation_same_as_run=1),
+          clock_advance_seconds=3570),
+      run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2, unchanged=2), None, {"a": fetched(1), "b": fetched(1)},
+                  {"order": [L, f"{H}/p/a", f"{H}/p/b"]}, relation_same_as_run=1), clock_advance_seconds=31)],
      modes=["inline"], requires=["clock_advance"])
 
 case("merge", "merge-changed-page", "A changed digest replaces exactly that page's rows, raises its revision and is a correction.",
@@ -899,7 +921,7 @@ case("merge", "merge-failed-keeps-rows", "A refetch that fails keeps the page's 
      [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
       run([listing(L, "a", "b"), ex(f"{H}/p/a", "", status=404, ctype="text/plain"), page("b", "B1")],
           ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged=1, failed_this_run=1, failed=1, complete=False), None,
-             {"a": failed("http_status_404", 1), "b": fetched(1)}, {"count": 3}, relation_same_as_run=1), clock_advance_seconds=3600)],
+             {"a": failed("http_status_404", 1), "b": fetched(1)}, {"count": 3}, relation_same_as_run=1), clock_advance_seconds=3601)],
      modes=["inline"], requires=["clock_advance"])
 
 case("merge", "merge-work-order", "Step 2 takes pending pages in discovery order, then failed pages oldest failure first, then revisits.",
@@ -910,7 +932,7 @@ case("merge", "merge-work-order", "Step 2 takes pending pages in discovery order
       run([listing(L, "e", "a", "b", "c", "d"), page("a", "A"), page("b", "B"), page("c", "C"), page("d", "D"), page("e", "E")],
           ok(cov(discovered=5, known=5, fetched_this_run=5, unchanged=1), None, {}, 
              {"order": [L, f"{H}/p/e", f"{H}/p/d", f"{H}/p/b", f"{H}/p/a", f"{H}/p/c"]},
-             relation=relation(*(P(x, [x.upper()]) for x in "abcde"))), clock_advance_seconds=3600)],
+             relation=relation(*(P(x, [x.upper()]) for x in "abcde"))), clock_advance_seconds=3601)],
      modes=["inline"], requires=["clock_advance"])
 
 case("merge", "merge-pending-before-new", "Pages left pending by an earlier run come before pages discovered later (by original discovery order).",
@@ -954,6 +976,18 @@ case("coverage", "cov-clamp-between-pages", "The max_rows clamp falls between pa
       run([listing(L, "a", "b"), page("b", "B1", "B2")],
           ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged={"between": [0, 1]}), relation(P("a", ["A1", "A2"]), P("b", ["B1", "B2"])),
              {"b": fetched(1)}, {"order": [L, f"{H}/p/b"]}, truncated=False), recipe=recipe(**{"limits.max_rows": 10}))])
+
+case("coverage", "cov-clamp-exact-fit", "D-64: a relation holding exactly max_rows rows with nothing left out is not truncated.",
+     ["COV-20", "COV-21", "D-64"], recipe(**{"limits.max_rows": 3}),
+     [run([listing(L, "a", "b"), page("a", "A1"), page("b", "B1", "B2")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A1"]), P("b", ["B1", "B2"])),
+             {"a": fetched(), "b": fetched()}, {"count": 3}, truncated=False))])
+
+case("coverage", "cov-clamp-between-pages-short", "D-64: the clamp falls between pages and the relation holds fewer than max_rows rows: still truncated.",
+     ["COV-20", "COV-21", "COV-23", "D-64"], recipe(**{"limits.max_rows": 4}),
+     [run([listing(L, "a", "b"), page("a", "A1", "A2", "A3"), page("b", "B1", "B2")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, pending=1, complete=False), relation(P("a", ["A1", "A2", "A3"])),
+             {"a": fetched(), "b": {"state": "pending"}}, {"count": 3}, truncated=True))])
 
 case("coverage", "cov-clamp-first-page", "A first page larger than the clamp is cut through: its first max_rows rows are written and it stays pending.",
      ["COV-22", "COV-20", "COV-23", "D-52"], recipe(**{"limits.max_rows": 2}),
