@@ -189,13 +189,18 @@ class _Worker:
 
 def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None = None, jobs: int = 1,
               mode: str = "inline", timeout: float = 60.0, env: dict | None = None, log=None,
-              on_verdict: Callable[[Verdict], None] | None = None) -> Outcome:
+              on_verdict: Callable[[Verdict], None] | None = None, stop_on_failure: bool = False,
+              keep_order: bool = False) -> Outcome:
+    """Run the chosen cases. `stop_on_failure`: take no new case after the first failure or
+    error (-x); `keep_order`: run cases in the order given instead of longest first."""
     began = time.monotonic()
     chosen = select(load_cases() if cases is None else cases, pattern)
     work: queue.Queue = queue.Queue()
     # longest first (runs with many exchanges) so parallel workers finish together
-    for case in sorted(chosen, key=lambda c: -sum(len(r.get("exchanges", [])) for r in c.data.get("runs", []))):
+    for case in (chosen if keep_order else
+                 sorted(chosen, key=lambda c: -sum(len(r.get("exchanges", [])) for r in c.data.get("runs", [])))):
         work.put(case)
+    stopped = threading.Event()
     verdicts: list[Verdict] = []
     lock = threading.Lock()
     implementation: dict | None = None
@@ -210,6 +215,8 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
             error = f"{type(exc).__name__}: {exc}"
         try:
             while True:
+                if stopped.is_set():
+                    return
                 try:
                     case = work.get_nowait()
                 except queue.Empty:
@@ -222,6 +229,8 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
                         v = w.run_case(case)
                     except Exception:     # a runner bug must not hang the suite
                         v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, message=traceback.format_exc())
+                if stop_on_failure and v.status in (FAIL, ERRORED):
+                    stopped.set()
                 with lock:
                     verdicts.append(v)
                     if w is not None and w.implementation:

@@ -39,6 +39,8 @@ def _apply_mutant() -> None:
     spec = importlib.util.spec_from_file_location("collection_mutation", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if hasattr(module, "_load_all"):
+        module._load_all()
     module.apply(mutant)
 
 
