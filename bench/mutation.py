@@ -332,6 +332,9 @@ def _run_one(mid, mode, cases, harness, jobs, base_failing):
 
     outcome = run_suite(harness, cases=_ordered(cases, MUTANTS[mid]["clauses"]), jobs=jobs, mode=mode,
                         env={"COLLECTION_MUTANT": mid}, stop_on_failure=True, keep_order=True)
+    broken = [v for v in outcome.verdicts if v.message.startswith("harness did not start")]
+    if broken:   # the fault could not be seeded: never count that as a kill
+        raise RuntimeError(f"mutant {mid} does not apply: {broken[0].message[-300:]}")
     return sorted(v.case for v in outcome.verdicts if v.status in (FAIL, ERRORED) and v.case not in base_failing)
 
 

@@ -98,3 +98,100 @@ def apply(mid: str) -> None:
     _APPLY[mid]()
 
 
+
+
+# --- registration: the schema, the refusals, the document as read -------------------------
+def schema_members(name: str, where=lambda sub: True) -> list[dict]:
+    """Every subschema of source.schema.json describing a member `name` (edited in place
+    before any validator is built: the harness seeds the fault before the first case)."""
+    from collection.recipe.resources import load_schema
+
+    found: list[dict] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict) and isinstance(props.get(name), dict) and where(props[name]):
+                found.append(props[name])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(load_schema("source.schema.json"))
+    if not found:
+        raise LookupError(f"no schema member {name!r}")
+    return found
+
+
+def schema_edit(name: str, where=lambda sub: True, **changes) -> None:
+    """Change (value) or drop (None) keywords of member `name` in the schema."""
+    for sub in schema_members(name, where):
+        for key, value in changes.items():
+            if value is None:
+                sub.pop(key, None)
+            else:
+                sub[key] = value
+
+
+def reg_post(fn) -> None:
+    """Rewrite a source document's refusals: fn(doc, refusals) -> refusals. A document left
+    without refusals registers (its model built as registration would have)."""
+    import collection.recipe.registration as R
+    original = R.register_value
+
+    def register_value(parsed):
+        result = original(parsed)
+        doc = parsed.value
+        if not isinstance(doc, dict) or "connector" not in doc:
+            return result
+        out = list(fn(doc, list(result.refusals)))
+        if out == list(result.refusals):
+            return result
+        if out:
+            return R.Registration(R.SOURCE, tuple(out))
+        _, reader = R._reader_rules(doc)
+        return R.Registration(R.SOURCE, (), source=R.source_from(doc, reader))
+    _replace_everywhere(original, register_value)
+
+
+def reg_drop(code: str, when=lambda doc, refusal: True) -> None:
+    reg_post(lambda doc, rs: [r for r in rs if not (r.code == code and when(doc, r))])
+
+
+def reg_add(code: str, pointer: str, when) -> None:
+    from collection.recipe.refusal import Refusal
+    reg_post(lambda doc, rs: rs + [Refusal(code, pointer, "seeded fault", "seeded fault")] if when(doc) else rs)
+
+
+def reg_pre(fn) -> None:
+    """Change the document before registration reads it: fn(doc) edits the parsed JSON in place."""
+    import copy
+    import json as _json
+
+    import collection.recipe.registration as R
+    original = R.register_bytes
+
+    def register_bytes(data):
+        try:
+            doc = _json.loads(data)
+        except ValueError:
+            return original(data)
+        edited = copy.deepcopy(doc)
+        if isinstance(edited, dict):
+            fn(edited)
+        if edited == doc:
+            return original(data)
+        return original(_json.dumps(edited, ensure_ascii=False, indent=1))
+    _replace_everywhere(original, register_bytes)
+
+
+def dig(doc, *path, default=None):
+    for part in path:
+        if isinstance(doc, dict) and part in doc:
+            doc = doc[part]
+        elif isinstance(doc, list) and isinstance(part, int) and part < len(doc):
+            doc = doc[part]
+        else:
+            return default
+    return doc

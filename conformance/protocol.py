@@ -9,6 +9,7 @@ the wrong `seq` is a ProtocolError, after which the process is killed and restar
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -52,6 +53,20 @@ def validate(definition: str, message: Any) -> list[str]:
             for e in validator(definition).iter_errors(message)]
 
 
+# Every harness process alive in this runner, so that a SIGTERM to the runner (a CI timeout)
+# can kill their whole process groups before it exits (see kill_all).
+_LIVE: set = set()
+
+
+def kill_all() -> None:
+    for proc in list(_LIVE):
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        _LIVE.discard(proc)
+
+
 class Harness:
     """One harness process. Not thread-safe: one runner worker owns it."""
 
@@ -70,6 +85,12 @@ class Harness:
         self.capabilities: frozenset[str] = frozenset()
         self.configure_message: dict | None = None
         self.restarts = 0
+        self.stderr_tail: collections.deque = collections.deque(maxlen=40)
+        self._pumps: list[threading.Thread] = []
+
+    def stderr_text(self, lines: int = 15) -> str:
+        """The last lines the harness wrote to stderr (for a crash report)."""
+        return "\n".join(list(self.stderr_tail)[-lines:])
 
     # --- process ------------------------------------------------------------------------
     def _spawn(self) -> None:
@@ -77,28 +98,48 @@ class Harness:
         env = dict(os.environ)
         if self.env:
             env.update(self.env)
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log if self.log is not None else subprocess.DEVNULL,
-                                     text=True, encoding="utf-8", bufsize=1, env=env, cwd=self.cwd,
-                                     start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         env=env, cwd=self.cwd, start_new_session=True)
+        except OSError as exc:
+            raise ProtocolError("crashed", f"cannot start {self.command!r}: {exc}") from None
+        _LIVE.add(self.proc)
         lines: queue.Queue = queue.Queue()
         self.lines = lines
-        stdout = self.proc.stdout
+        stdout, stderr = self.proc.stdout, self.proc.stderr
+        tail: collections.deque = collections.deque(maxlen=40)
+        self.stderr_tail = tail
+        log = self.log
 
         def pump() -> None:
+            # bytes, not text: a reply that is not UTF-8 is reported as such, not as a crash
             try:
-                for line in stdout:
-                    lines.put(line)
+                for raw in stdout:
+                    lines.put(raw)
             except (OSError, ValueError):
                 pass
             lines.put(None)
 
-        threading.Thread(target=pump, daemon=True).start()
+        def pump_stderr() -> None:
+            try:
+                for raw in stderr:
+                    text = raw.decode("utf-8", "replace")
+                    tail.append(text.rstrip("\n"))
+                    if log is not None:
+                        log.write(text)
+                        log.flush()
+            except (OSError, ValueError):
+                pass
+
+        self._pumps = [threading.Thread(target=pump, daemon=True), threading.Thread(target=pump_stderr, daemon=True)]
+        for thread in self._pumps:
+            thread.start()
 
     def kill(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
             return
+        _LIVE.discard(proc)
         try:
             os.killpg(proc.pid, 9)
         except (ProcessLookupError, PermissionError):
@@ -110,7 +151,7 @@ class Harness:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (proc.stdin, proc.stdout):
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
             try:
                 stream.close()
             except (OSError, AttributeError):
@@ -119,7 +160,7 @@ class Harness:
     def _send(self, message: dict) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps(message, separators=(",", ":")) + "\n")
+            self.proc.stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise ProtocolError("crashed", f"cannot write to the harness: {exc}") from None
@@ -131,12 +172,28 @@ class Harness:
         except queue.Empty:
             raise ProtocolError("timeout", f"no answer within {timeout:g} s") from None
         if line is None:
-            code = self.proc.poll() if self.proc else None
-            raise ProtocolError("crashed", f"the harness exited (status {code})")
+            code = None
+            if self.proc is not None:
+                try:
+                    code = self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    code = None
+            for thread in self._pumps[1:]:
+                thread.join(timeout=1)     # let the stderr tail arrive
+            tail = self.stderr_text()
+            what = (f"the harness exited (status {code})" if code is not None
+                    else "the harness closed its stdout but is still running")
+            raise ProtocolError("crashed", what + (f"; its stderr ends:\n{tail}" if tail else "; it wrote nothing to stderr"))
+        if not line.endswith(b"\n"):
+            raise ProtocolError("malformed", f"a reply without its closing newline (then end of output): {line[:200]!r}")
         try:
-            return json.loads(line)
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError("malformed", f"a reply that is not UTF-8 (byte {exc.start}): {line[:200]!r}") from None
+        try:
+            return json.loads(text)
         except ValueError:
-            raise ProtocolError("malformed", f"not a JSON line: {line[:200]!r}") from None
+            raise ProtocolError("malformed", f"not a JSON line: {text[:200]!r}") from None
 
     def _exchange(self, message: dict, reply_def: str, timeout: float) -> dict:
         problems = validate("command", message)
