@@ -399,6 +399,1099 @@ def _():
     reg_pre(as_json_api)
 
 
+
+# --- pagination ------------------------------------------------------------------------------
+def _driver():
+    import collection.discover.driver as D
+    return D
+
+
+def _wrap_method(cls, name, make):
+    original = getattr(cls, name)
+    setattr(cls, name, make(original))
+
+
+def _wrap_start(make):
+    D = _driver()
+    original = D.start
+    _replace_everywhere(original, make(original))
+
+
+def _with_config(state, **changes):
+    from dataclasses import replace
+    return replace(state, config=replace(state.config, **changes))
+
+
+def _pagination(state, **changes):
+    from dataclasses import replace
+    return _with_config(state, pagination=replace(state.config.pagination, **changes))
+
+
+@fault("pagination-ceiling-minus-one")
+def _():
+    from dataclasses import replace
+
+    def make(original):
+        def start(config, allowed_origins, *, max_pages=None):
+            if config.kind == "explicit":
+                return original(config, allowed_origins, max_pages=max_pages)
+            state = original(replace(config, max_requests=config.max_requests - 1), allowed_origins, max_pages=max_pages)
+            if config.max_requests - 1 <= 0:
+                state = replace(state, queue=(), stop="max_requests")
+            return state
+        return start
+    _budget_init(lambda m, d: (m, d - 1))
+    _wrap_start(make)
+
+
+@fault("pagination-ceiling-plus-one")
+def _():
+    from dataclasses import replace
+    _budget_init(lambda m, d: (m, d + 1))
+    _wrap_start(lambda original: lambda config, allowed_origins, *, max_pages=None: original(
+        replace(config, max_requests=config.max_requests + 1) if config.kind != "explicit" else config,
+        allowed_origins, max_pages=max_pages))
+
+
+@fault("pagination-ceiling-ignores-retries")
+def _():
+    D = _driver()
+    D.DiscoveryState.spent = property(lambda self: self.listings)
+    B = _budget()
+    commit, left = B.Budget.commit, B.Budget.listing_requests_left
+
+    def commit_(self, reservation):
+        commit(self, reservation)
+        if reservation.kind == B.LISTING and reservation.cause != B.INITIAL:
+            self._free_listing = getattr(self, "_free_listing", 0) + 1
+    B.Budget.commit = commit_
+    B.Budget.listing_requests_left = lambda self: min(self.requests_left(), left(self) + getattr(self, "_free_listing", 0))
+
+
+def _json_listing(transform):
+    import collection.discover.json_index as J
+    original = J.read_json_document
+
+    def read_json_document(doc, spec, url):
+        return transform(original(doc, spec, url), doc, spec, url)
+    _replace_everywhere(original, read_json_document)
+
+
+def _cursor_raw(doc, spec):
+    from collection.recipe.pointer import parse_pointer, resolve_or
+    missing = object()
+    value = resolve_or(doc, parse_pointer(spec.cursor), missing)
+    return None if value is missing else ("null" if value is None else value), value is missing
+
+
+@fault("pagination-cursor-empty-token-followed")
+def _():
+    from dataclasses import replace
+
+    def transform(parsed, doc, spec, url):
+        if spec.cursor is not None:
+            value, missing = _cursor_raw(doc, spec)
+            if not missing and value == "":
+                return replace(parsed, cursor="")
+        return parsed
+    _json_listing(transform)
+
+
+@fault("pagination-cursor-null-token-stringified")
+def _():
+    from dataclasses import replace
+
+    def transform(parsed, doc, spec, url):
+        if spec.cursor is not None:
+            value, missing = _cursor_raw(doc, spec)
+            if not missing and value == "null":
+                return replace(parsed, cursor="null")
+        return parsed
+    _json_listing(transform)
+
+
+@fault("pagination-cursor-numeric-token-json")
+def _():
+    from dataclasses import replace
+
+    def transform(parsed, doc, spec, url):
+        if spec.cursor is not None:
+            value, missing = _cursor_raw(doc, spec)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return replace(parsed, cursor=repr(float(value)))
+        return parsed
+    _json_listing(transform)
+
+
+@fault("pagination-cursor-first-request-param")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+
+    def make(original):
+        def start(config, allowed_origins, *, max_pages=None):
+            state = original(config, allowed_origins, max_pages=max_pages)
+            if config.pagination.kind == pg.CURSOR and state.queue:
+                first = pg.with_parameter(state.queue[0][0], config.pagination.parameter or "", "")
+                state = replace(state, queue=((first, "listing"),), requested=frozenset({first}))
+            return state
+        return start
+    _wrap_start(make)
+
+
+@fault("pagination-cursor-not-percent-encoded")
+def _():
+    import collection.discover.pagination as pg
+
+    def with_parameter(url, name, value):
+        base, hash_mark, fragment = url.partition("#")
+        joined = base + (("" if base.endswith(("?", "&")) else "&") if "?" in base else "?") + f"{name}={value}"
+        return joined + (hash_mark + fragment if hash_mark else "")
+    pg.with_parameter = with_parameter
+
+
+@fault("pagination-cursor-repeat-not-stop")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            if self.config.pagination.kind == pg.CURSOR:
+                self = replace(self, tokens=frozenset(), requested=frozenset())
+            return original(self, response, parsed, base)
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+@fault("pagination-cursor-token-replaces-param")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            if self.config.pagination.kind == pg.CURSOR:
+                return original(replace(self, base_url=response.url), response, parsed, base)
+            return original(self, response, parsed, base)
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+def _numbered(kinds=("page_parameter", "offset_parameter")):
+    return kinds
+
+
+@fault("pagination-empty-page-continues")
+def _():
+    from dataclasses import replace
+    D = _driver()
+
+    def make(original):
+        def _advance(self, response, role, parsed):
+            if self.config.pagination.kind in _numbered() and parsed.record_count == 0:
+                parsed = replace(parsed, record_count=1)
+            return original(self, response, role, parsed)
+        return _advance
+    _wrap_method(D.DiscoveryState, "_advance", make)
+
+
+@fault("pagination-short-page-stops")
+def _():
+    from dataclasses import replace
+    D = _driver()
+    first: dict[str, int] = {}
+
+    def make(original):
+        def _advance(self, response, role, parsed):
+            if self.config.pagination.kind in _numbered() and role == "listing":
+                if self.index == 0:
+                    first[self.base_url] = parsed.record_count
+                elif parsed.record_count < first.get(self.base_url, 0):
+                    state = original(self, response, role, replace(parsed, record_count=0)) if parsed.record_count else \
+                        original(self, response, role, parsed)
+                    return state
+            return original(self, response, role, parsed)
+        return _advance
+    _wrap_method(D.DiscoveryState, "_advance", make)
+
+
+def _link_target(fn):
+    import collection.discover.pagination as pg
+    original = pg.next_link_target
+    _replace_everywhere(original, lambda values: fn(original, values))
+
+
+@fault("pagination-link-first-entry")
+def _():
+    import collection.discover.pagination as pg
+
+    def first(original, values):
+        links = pg.parse_link_header(values)
+        return links[0].target if links else None
+    _link_target(first)
+
+
+@fault("pagination-link-rel-case-sensitive")
+def _():
+    import collection.discover.pagination as pg
+    pg.Link.rels = property(lambda self: tuple(self.param("rel").split()) if self.param("rel") else ())
+
+
+@fault("pagination-link-rel-multi-value")
+def _():
+    import collection.discover.pagination as pg
+    pg.Link.rels = property(lambda self: (self.param("rel").lower(),) if self.param("rel") else ())
+
+
+@fault("pagination-link-rel-unquoted-ignored")
+def _():
+    _link_target(lambda original, values: original(values) if any('rel="next"' in v for v in values) else None)
+
+
+@fault("pagination-link-relative-against-root")
+def _():
+    import collection.discover.pagination as pg
+    from collection.urls import origin_of
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            if self.config.pagination.kind == pg.LINK_HEADER:
+                base = origin_of(base) + "/"
+            return original(self, response, parsed, base)
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+def _raw_next(state, response, parsed):
+    import collection.discover.pagination as pg
+    if state.config.pagination.kind == pg.LINK_HEADER:
+        return pg.next_link_target(response.header_values("link"))
+    if state.config.pagination.kind == pg.NEXT_SELECTOR:
+        return parsed.next_link
+    return None
+
+
+@fault("pagination-next-off-origin-followed")
+def _():
+    from dataclasses import replace
+    from collection.urls import UrlError, canonicalise, origin_of
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            raw = _raw_next(self, response, parsed)
+            if raw is not None:
+                try:
+                    origin = origin_of(canonicalise(raw, base))
+                    result = original(replace(self, allowed_origins=self.allowed_origins | {origin}), response, parsed, base)
+                    return replace(result, allowed_origins=self.allowed_origins)
+                except (UrlError, ValueError):
+                    pass
+            return original(self, response, parsed, base)
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+@fault("pagination-next-off-origin-silent")
+def _():
+    from dataclasses import replace
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            result = original(self, response, parsed, base)
+            if result.stop == "next_unreachable":
+                result = replace(result, failure=self.failure, stop="no_next")
+            return result
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+@fault("pagination-next-selector-no-match-failure")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            if self.config.pagination.kind == pg.NEXT_SELECTOR and parsed.next_link is None:
+                return replace(self, failure=self.failure or response.url)._finish("listing_failed")
+            return original(self, response, parsed, base)
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+@fault("pagination-next-selector-last-match")
+def _():
+    import collection.discover.html_index as Hx
+    original = Hx.parse_html_listing
+    _replace_everywhere(original, parsed_last(original))
+
+
+def parsed_last(original):
+    from dataclasses import replace
+    import collection.discover.html_index as Hx
+
+    def parse_html_listing(body, spec, charset=None):
+        parsed = original(body, spec, charset)
+        if not spec.next_selector:
+            return parsed
+        # the last match's href: reverse the document's matches by asking for each in turn
+        hrefs = []
+        probe_spec = replace(spec, records=spec.next_selector, attribute="href", next_selector=None)
+        matches = original(body, probe_spec, charset)
+        hrefs = list(matches.links)
+        return replace(parsed, next_link=hrefs[-1] if hrefs else parsed.next_link)
+    return parse_html_listing
+
+
+@fault("pagination-none-follows-link")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+    D = _driver()
+
+    def make(original):
+        def _advance(self, response, role, parsed):
+            if self.config.kind == "json_api" and self.config.pagination.kind == pg.NONE and role == "listing" \
+                    and pg.next_link_target(response.header_values("link")):
+                result = original(_pagination(self, kind=pg.LINK_HEADER), response, role, parsed)
+                return replace(result, config=self.config)
+            return original(self, response, role, parsed)
+        return _advance
+    _wrap_method(D.DiscoveryState, "_advance", make)
+
+
+@fault("pagination-offset-by-record-count")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+    D = _driver()
+    totals: dict[str, int] = {}
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            config = self.config.pagination
+            if config.kind != pg.OFFSET_PARAMETER:
+                return original(self, response, parsed, base)
+            if self.index == 1:
+                totals[self.base_url] = 0
+            totals[self.base_url] = totals.get(self.base_url, 0) + parsed.record_count
+            target = pg.with_parameter(self.base_url, config.parameter or "", str(config.start + totals[self.base_url]))
+            if target in self.requested:
+                return self._finish("repeated_address")
+            if self.spent >= self.config.max_requests:
+                return self._finish("max_requests")
+            return replace(self, queue=((target, "listing"),), requested=self.requested | {target})
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+def _start_property(fn):
+    import collection.discover.pagination as pg
+    original = pg.PaginationConfig.start.fget
+    pg.PaginationConfig.start = property(lambda self: fn(self, original))
+
+
+@fault("pagination-offset-first-default-one")
+def _():
+    _start_property(lambda self, original: 1 if self.first is None and self.kind == "offset_parameter" else original(self))
+
+
+@fault("pagination-page-first-default-zero")
+def _():
+    _start_property(lambda self, original: 0 if self.first is None and self.kind == "page_parameter" else original(self))
+
+
+@fault("pagination-offset-step-ignored")
+def _():
+    import dataclasses
+    import collection.discover.pagination as pg
+    original = pg.numbered_url
+    _replace_everywhere(original, lambda config, base, index: original(dataclasses.replace(config, step=1), base, index))
+
+
+def _numbered_url(fn):
+    import collection.discover.pagination as pg
+    original = pg.numbered_url
+
+    def numbered_url(config, base, index):
+        if config.kind != pg.PAGE_PARAMETER:
+            return original(config, base, index)
+        return fn(config, base, index, original)
+    _replace_everywhere(original, numbered_url)
+
+
+def _split_query(url):
+    base, _, fragment = url.partition("#")
+    path, _, query = base.partition("?")
+    return path, query, fragment
+
+
+@fault("pagination-page-param-double-question")
+def _():
+    _numbered_url(lambda config, base, index, original: f"{base}?{config.parameter}={config.start + index}")
+
+
+@fault("pagination-page-param-prepended")
+def _():
+    def prepend(config, base, index, original):
+        path, query, _ = _split_query(base)
+        pair = f"{config.parameter}={config.start + index}"
+        return f"{path}?{pair}&{query}" if query else f"{path}?{pair}"
+    _numbered_url(prepend)
+
+
+@fault("pagination-page-param-replaces-query")
+def _():
+    _numbered_url(lambda config, base, index, original: f"{_split_query(base)[0]}?{config.parameter}={config.start + index}")
+
+
+@fault("pagination-page-step-two")
+def _():
+    from dataclasses import replace
+    _numbered_url(lambda config, base, index, original: original(config, base, index * 2))
+
+
+@fault("pagination-page-first-request-bare")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+
+    def make(original):
+        def start(config, allowed_origins, *, max_pages=None):
+            state = original(config, allowed_origins, max_pages=max_pages)
+            if config.pagination.kind == pg.PAGE_PARAMETER and state.queue:
+                state = replace(state, queue=((state.base_url, "listing"),), requested=frozenset({state.base_url}))
+            return state
+        return start
+    _wrap_start(make)
+
+
+@fault("pagination-repeat-compared-raw")
+def _():
+    from dataclasses import replace
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            raw = _raw_next(self, response, parsed)
+            if raw is not None and raw not in self.requested:
+                # the raw text was never requested: the (canonical) repeat goes unnoticed
+                result = original(replace(self, requested=frozenset()), response, parsed, base)
+                return replace(result, requested=self.requested | result.requested)
+            return original(self, response, parsed, base)
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+@fault("pagination-repeated-address-not-detected")
+def _():
+    from dataclasses import replace
+    import collection.discover.pagination as pg
+    D = _driver()
+
+    def make(original):
+        def _next_page(self, response, parsed, base):
+            if self.config.pagination.kind in (pg.LINK_HEADER, pg.NEXT_SELECTOR):
+                result = original(replace(self, requested=frozenset()), response, parsed, base)
+                return replace(result, requested=self.requested | result.requested)
+            return original(self, response, parsed, base)
+        return _next_page
+    _wrap_method(D.DiscoveryState, "_next_page", make)
+
+
+
+# --- budgets (collection.fetch.budgets.Budget) ----------------------------------------------
+def _budget():
+    import collection.fetch.budgets as B
+    return B
+
+
+def _budget_init(fn):
+    B = _budget()
+    original = B.Budget.__init__
+
+    def __init__(self, max_requests, discovery_max_requests, *a, **kw):
+        max_requests, discovery_max_requests = fn(max_requests, discovery_max_requests)
+        original(self, max_requests, discovery_max_requests, *a, **kw)
+    B.Budget.__init__ = __init__
+
+
+def _free_requests(which):
+    """Requests for which which(kind, cause) is true are not charged to limits.max_requests."""
+    B = _budget()
+    commit, left = B.Budget.commit, B.Budget.requests_left
+
+    def commit_(self, reservation):
+        commit(self, reservation)
+        if which(reservation.kind, reservation.cause):
+            self._free = getattr(self, "_free", 0) + 1
+    B.Budget.commit = commit_
+    B.Budget.requests_left = lambda self: left(self) + getattr(self, "_free", 0)
+
+
+@fault("budget-max-requests-plus-one")
+def _():
+    _budget_init(lambda m, d: (m + 1, d))
+
+
+@fault("budget-max-requests-minus-one")
+def _():
+    _budget_init(lambda m, d: (m - 1, d))
+
+
+@fault("budget-max-requests-excludes-listing")
+def _():
+    B = _budget()
+    _free_requests(lambda kind, cause: kind == B.LISTING)
+
+
+@fault("budget-max-requests-excludes-redirects")
+def _():
+    B = _budget()
+    _free_requests(lambda kind, cause: cause == B.REDIRECT)
+
+
+@fault("budget-max-requests-excludes-retries")
+def _():
+    B = _budget()
+    _free_requests(lambda kind, cause: cause == B.RETRY)
+
+
+@fault("budget-exact-sum-redirect-completes")
+def _():
+    # hops are charged only when the final hop is off-origin; same-origin hops are free,
+    # which the budget sees as: redirect hops of pages that land on an allowed origin cost nothing
+    B = _budget()
+    _free_requests(lambda kind, cause: kind == B.PAGE and cause == B.REDIRECT)
+
+
+@fault("budget-max-requests-charges-robots")
+def _():
+    B = _budget()
+    count, left = B.Budget.count_robots, B.Budget.requests_left
+
+    def count_robots(self):
+        count(self)
+        self._robots_charged = getattr(self, "_robots_charged", 0) + 1
+    B.Budget.count_robots = count_robots
+    B.Budget.requests_left = lambda self: left(self) - getattr(self, "_robots_charged", 0)
+
+
+@fault("budget-max-requests-hop-overrun")
+def _():
+    B = _budget()
+    original = B.Budget.try_reserve
+
+    def try_reserve(self, kind, cause, now):
+        if kind == B.PAGE and cause in (B.REDIRECT, B.RETRY) and self.requests_left() <= 0:
+            self.max_requests += 1          # the check is skipped: the hop runs past the budget
+        return original(self, kind, cause, now)
+    B.Budget.try_reserve = try_reserve
+
+
+@fault("budget-source-bytes-exact-refused")
+def _():
+    B = _budget()
+    original = B.Budget.charge_bytes
+
+    def charge_bytes(self, count):
+        remaining = self.bytes_remaining()
+        if remaining is not None and count == remaining and count > 0:
+            self._bytes += remaining
+            self._deny(B.MAX_SOURCE_BYTES)
+            return False
+        return original(self, count)
+    B.Budget.charge_bytes = charge_bytes
+
+
+
+# --- coverage ------------------------------------------------------------------------------
+def _merge_post(fn):
+    """Rewrite what merge returns: fn(result, prepared, results) -> result."""
+    import collection.merge.engine as M
+    original = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        results = list(results)
+        return fn(original(prepared, results, *a, **kw), prepared, results)
+    _replace_everywhere(original, merge)
+
+
+def _cov(result, **changes):
+    from dataclasses import replace
+    return replace(result, coverage=replace(result.coverage, **changes))
+
+
+def _recomplete(result):
+    from collection.merge.coverage import is_complete
+    c = result.coverage
+    return _cov(result, complete=is_complete(discovery_complete=c.discovery_complete, pending=c.pending, failed=c.failed,
+                                             truncated=result.truncated, budget_exhausted=c.budget_exhausted))
+
+
+@fault("coverage-member-order-sorted")
+def _():
+    _coverage(lambda d: dict(sorted(d.items())))
+
+
+@fault("coverage-null-members-omitted")
+def _():
+    _coverage(lambda d: {k: v for k, v in d.items() if v is not None})
+
+
+@fault("coverage-truncated-as-member")
+def _():
+    import collection.merge.coverage as cov
+    original = cov.Coverage.as_dict
+    # the record writer knows truncated; here the merge's result carries it into the block
+    _merge_post(lambda result, prepared, results: (setattr(cov, "_last_truncated", result.truncated), result)[1])
+    cov.Coverage.as_dict = lambda self: {**original(self), "truncated": getattr(cov, "_last_truncated", False)}
+
+
+@fault("coverage-complete-from-budget-null")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, complete=r.coverage.budget_exhausted is None))
+
+
+@fault("coverage-complete-ignores-discovery")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, complete=r.coverage.pending == 0 and r.coverage.failed == 0
+                                      and not r.truncated and r.coverage.budget_exhausted is None))
+
+
+@fault("coverage-complete-ignores-failed")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, complete=r.coverage.discovery_complete and r.coverage.pending == 0
+                                      and not r.truncated and r.coverage.budget_exhausted is None))
+
+
+@fault("coverage-discovered-is-ledger-total")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, discovered=len(p.ledger)))
+
+
+@fault("coverage-discovered-excludes-known")
+def _():
+    import collection.merge.engine as M
+    before: dict = {}
+    original = M.prepare
+
+    def prepare(ledger, discovery, *a, **kw):
+        before["ids"] = set(ledger)
+        return original(ledger, discovery, *a, **kw)
+    _replace_everywhere(original, prepare)
+    _merge_post(lambda r, p, rs: _cov(r, discovered=sum(1 for page in p.discovery.pages if page.page_id not in before["ids"])))
+
+
+@fault("coverage-discovered-counts-duplicates")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, discovered=r.coverage.discovered + r.coverage.duplicates_dropped))
+
+
+@fault("coverage-fetched-excludes-new")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, fetched_this_run=r.coverage.unchanged + r.coverage.changed))
+
+
+@fault("coverage-fetched-includes-failed")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, fetched_this_run=r.coverage.fetched_this_run + r.coverage.failed_this_run))
+
+
+@fault("coverage-first-fetch-counted-changed")
+def _():
+    def first_fetches(r, p, rs):
+        new = sum(1 for x in rs if x.outcome == "fetched" and p.ledger[x.page_id].content_sha256 is None)
+        return _cov(r, changed=r.coverage.changed + new)
+    _merge_post(first_fetches)
+
+
+@fault("coverage-known-excludes-skipped")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, known=r.coverage.known - r.coverage.skipped))
+
+
+@fault("coverage-failed-is-this-run-only")
+def _():
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, failed=r.coverage.failed_this_run)))
+
+
+@fault("coverage-skipped-this-run-only")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, skipped=sum(1 for page in p.discovery.pages if page.unreachable)))
+
+
+@fault("coverage-pending-excludes-clipped")
+def _():
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, pending=r.coverage.pending - len(r.clipped))))
+
+
+@fault("coverage-clipped-complete")
+def _():
+    def before_clamp(r, p, rs):
+        from collection.merge.coverage import is_complete
+        c = r.coverage
+        return _cov(r, complete=is_complete(discovery_complete=c.discovery_complete, pending=c.pending - len(r.clipped),
+                                            failed=c.failed, truncated=False, budget_exhausted=c.budget_exhausted))
+    _merge_post(before_clamp)
+
+
+@fault("coverage-duplicates-dropped-per-id")
+def _():
+    import collection.discover.driver as D
+    original = D.DiscoveryState._admit
+
+    def _admit(self, parsed, base):
+        state, ok = original(self, parsed, base)
+        from dataclasses import replace
+        from collection.urls import UrlError, canonicalise
+        ids, seen_dupes = set(self.page_ids), set(getattr(self, "_dupe_ids", ()))
+        extra = 0
+        for link, explicit_id, _ in parsed.rows():
+            try:
+                pid = explicit_id if explicit_id is not None else canonicalise(link, base)
+            except UrlError:
+                continue
+            if pid in ids:
+                if pid in seen_dupes:
+                    extra += 1
+                seen_dupes.add(pid)
+            ids.add(pid)
+        state = replace(state, duplicates=state.duplicates - extra)
+        object.__setattr__(state, "_dupe_ids", frozenset(seen_dupes))
+        return state, ok
+    D.DiscoveryState._admit = _admit
+
+
+@fault("coverage-duplicates-dropped-counts-known")
+def _():
+    _merge_post(lambda r, p, rs: _cov(r, duplicates_dropped=r.coverage.duplicates_dropped + sum(
+        1 for page in p.discovery.pages if page.page_id in _LEDGER_BEFORE.get("ids", ()))))
+    _remember_ledger()
+
+
+_LEDGER_BEFORE: dict = {}
+
+
+def _remember_ledger():
+    import collection.merge.engine as M
+    original = M.prepare
+
+    def prepare(ledger, discovery, *a, **kw):
+        _LEDGER_BEFORE["ids"] = set(ledger)
+        _LEDGER_BEFORE["rows"] = dict(ledger)
+        return original(ledger, discovery, *a, **kw)
+    _replace_everywhere(original, prepare)
+
+
+@fault("coverage-discovery-requests-excludes-terminal-empty")
+def _():
+    def fewer(r, p, rs):
+        if p.discovery.stop_reason == "empty_page":
+            return _cov(r, discovery_requests=r.coverage.discovery_requests - 1)
+        return r
+    _merge_post(fewer)
+
+
+@fault("coverage-discovery-incomplete-on-repeat")
+def _():
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, discovery_complete=False))
+                if p.discovery.stop_reason in ("repeated_address", "repeated_token") else r)
+
+
+@fault("coverage-discovery-complete-at-ceiling")
+def _():
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, discovery_complete=p.discovery.failure is None))
+                if p.discovery.stop_reason == "max_requests" else r)
+
+
+@fault("coverage-budget-discovery-ceiling-named")
+def _():
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, budget_exhausted=r.coverage.budget_exhausted or "max_requests"))
+                if p.discovery.stop_reason == "max_requests" else r)
+
+
+@fault("coverage-discovery-failure-names-pattern")
+def _():
+    def pattern(r, p, rs):
+        if r.coverage.discovery_failure is not None:
+            return _cov(r, discovery_failure=_RECIPE.get("discovery_url") or r.coverage.discovery_failure)
+        return r
+    _remember_recipe()
+    _merge_post(pattern)
+
+
+_RECIPE: dict = {}
+
+
+def _remember_recipe():
+    import collection.recipe.registration as R
+    original = R.register_bytes
+
+    def register_bytes(data):
+        result = original(data)
+        try:
+            import json as _json
+            _RECIPE["discovery_url"] = _json.loads(data)["collection"]["discovery"].get("url")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return result
+    _replace_everywhere(original, register_bytes)
+
+
+@fault("coverage-failed-this-run-counts-attempts")
+def _():
+    # every attempt of a failed page counts: 1 + the retries the recipe allows
+    import collection.fetch.fetcher as F
+    original = F.Fetcher.__init__
+
+    def __init__(self, *a, retries=2, **kw):
+        _RECIPE["retries"] = retries
+        original(self, *a, retries=retries, **kw)
+    F.Fetcher.__init__ = __init__
+
+    def attempts(r, p, rs):
+        retryable = sum(1 for x in rs if x.outcome == "failed" and x.failure_code in ("http_status_500", "http_status_502",
+                        "http_status_503", "http_status_504", "http_status_429", "timeout", "network_error"))
+        return _cov(r, failed_this_run=r.coverage.failed_this_run + retryable * _RECIPE.get("retries", 0))
+    _merge_post(attempts)
+
+
+# --- order (collection.merge.planner.work_order) ---------------------------------------------
+def _order(fn):
+    """fn(choices, ledger, revisit, now) -> choices."""
+    import collection.merge.planner as planner
+    original = planner.work_order
+
+    def work_order(ledger, revisit, now):
+        return tuple(fn(original(ledger, revisit, now), ledger, revisit, now))
+    _replace_everywhere(original, work_order)
+
+
+@fault("order-failed-before-pending")
+def _():
+    _order(lambda cs, *_: (lambda p, f, r: f + p + r)(*_split(cs)))
+
+
+@fault("order-failed-newest-first")
+def _():
+    def newest(cs, ledger, *_):
+        p, f, r = _split(cs)
+        return p + sorted(f, key=lambda c: ledger[c.page_id].failed_at or "", reverse=True) + r
+    _order(newest)
+
+
+@fault("order-interval-newest-first")
+def _():
+    def newest(cs, ledger, revisit, now):
+        p, f, r = _split(cs)
+        if revisit.kind == "interval":
+            r = sorted(r, key=lambda c: ledger[c.page_id].last_fetched_at or "", reverse=True)
+        return p + f + r
+    _order(newest)
+
+
+@fault("order-pending-by-page-id")
+def _():
+    _order(lambda cs, *_: (lambda p, f, r: sorted(p, key=lambda c: c.page_id) + f + r)(*_split(cs)))
+
+
+@fault("order-revision-hint-by-page-id")
+def _():
+    _order(lambda cs, ledger, revisit, now: (lambda p, f, r: p + f + (sorted(r, key=lambda c: c.page_id)
+                                              if revisit.kind == "revision_hint" else r))(*_split(cs)))
+
+
+@fault("order-revisit-before-failed")
+def _():
+    _order(lambda cs, *_: (lambda p, f, r: p + r + f)(*_split(cs)))
+
+
+@fault("order-new-pending-before-carried")
+def _():
+    _remember_ledger()
+
+    def new_first(cs, ledger, *_):
+        p, f, r = _split(cs)
+        carried = _LEDGER_BEFORE.get("ids", set())
+        return [c for c in p if c.page_id not in carried] + [c for c in p if c.page_id in carried] + f + r
+    _order(new_first)
+
+
+@fault("order-discovery-ordinal-reassigned")
+def _():
+    import collection.merge.engine as M
+    from dataclasses import replace
+    original = M.prepare
+
+    def prepare(ledger, discovery, *a, **kw):
+        prepared = original(ledger, discovery, *a, **kw)
+        listed = {page.page_id: page.ordinal for page in discovery.pages}
+        rows = {pid: replace(row, discovery_ordinal=listed[pid]) if pid in listed else row
+                for pid, row in prepared.ledger.items()}
+        return replace(prepared, ledger=rows)
+    _replace_everywhere(original, prepare)
+
+
+@fault("order-page-chosen-twice")
+def _():
+    import collection.merge.planner as planner
+    original = planner.Planner.report
+
+    def report(self, result):
+        original(self, result)
+        if result.outcome == "failed" and not getattr(self, "_again", None):
+            self._again = True
+            choice = next(c for c in self._queue if c.page_id == result.page_id)
+            self._queue = self._queue + (planner.Choice(choice.page_id, choice.url, planner.WHY_FAILED),)
+    planner.Planner.report = report
+
+
+# --- revisit -------------------------------------------------------------------------------
+def _due(fn):
+    """fn(row, revisit, now, original) -> bool."""
+    import collection.merge.planner as planner
+    original = planner.revisit_due
+    _replace_everywhere(original, lambda row, revisit, now: fn(row, revisit, now, original))
+
+
+def _age(row, now):
+    from collection.merge.planner import parse_time
+    return (now - parse_time(row.last_fetched_at)).total_seconds()
+
+
+@fault("revisit-interval-boundary-due")
+def _():
+    _due(lambda row, revisit, now, original: (_age(row, now) >= revisit.seconds if revisit.kind == "interval"
+                                              and row.last_fetched_at else original(row, revisit, now)))
+
+
+@fault("revisit-interval-late")
+def _():
+    _remember_min_interval()
+    _due(lambda row, revisit, now, original: (_age(row, now) > revisit.seconds + _RECIPE.get("min_interval", 1)
+                                              if revisit.kind == "interval" and row.last_fetched_at
+                                              else original(row, revisit, now)))
+
+
+def _remember_min_interval():
+    import collection.recipe.registration as R
+    original = R.register_bytes
+
+    def register_bytes(data):
+        try:
+            import json as _json
+            _RECIPE["min_interval"] = _json.loads(data)["collection"]["pages"].get("min_interval_seconds", 1)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return original(data)
+    _replace_everywhere(original, register_bytes)
+
+
+@fault("revisit-interval-whole-hours")
+def _():
+    _due(lambda row, revisit, now, original: (_age(row, now) // 3600 * 3600 > revisit.seconds
+                                              if revisit.kind == "interval" and row.last_fetched_at
+                                              else original(row, revisit, now)))
+
+
+@fault("revisit-interval-from-discovery")
+def _():
+    from dataclasses import replace
+    _due(lambda row, revisit, now, original: original(replace(row, last_fetched_at=row.discovered_at)
+                                                      if revisit.kind == "interval" else row, revisit, now))
+
+
+@fault("revisit-hint-fetches-unmoved")
+def _():
+    _due(lambda row, revisit, now, original: (row.revision_hint is not None if revisit.kind == "revision_hint"
+                                              else original(row, revisit, now)))
+
+
+@fault("revisit-hint-compares-last-seen")
+def _():
+    # the ledger's revision_hint is refreshed at discovery before the comparison: never a move
+    _due(lambda row, revisit, now, original: (False if revisit.kind == "revision_hint" else original(row, revisit, now)))
+
+
+@fault("revisit-hint-null-revisited")
+def _():
+    _due(lambda row, revisit, now, original: ((row.revision_hint or "") != (row.revision_hint_at_fetch or "") or
+                                              row.revision_hint is None) if revisit.kind == "revision_hint"
+         else original(row, revisit, now))
+
+
+@fault("revisit-hint-normalised")
+def _():
+    from datetime import datetime
+
+    def instant(text):
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except (ValueError, AttributeError):
+            return text
+
+    def due(row, revisit, now, original):
+        if revisit.kind == "revision_hint" and row.revision_hint is not None:
+            return instant(row.revision_hint) != instant(row.revision_hint_at_fetch)
+        return original(row, revisit, now)
+    _due(due)
+
+
+@fault("revisit-never-refetches-fetched")
+def _():
+    _due(lambda row, revisit, now, original: True if revisit.kind == "never" else original(row, revisit, now))
+
+
+@fault("revisit-never-skips-failed")
+def _():
+    _order(lambda cs, ledger, revisit, now: [c for c in cs if not (c.why == "failed" and revisit.kind == "never")])
+
+
+@fault("revisit-interval-ignored-when-hint")
+def _():
+    def both(row, revisit, now, original):
+        if revisit.kind == "interval" and row.revision_hint is not None and row.revision_hint != row.revision_hint_at_fetch:
+            return True
+        return original(row, revisit, now)
+    _due(both)
+
+
+@fault("revisit-unlisted-excluded")
+def _():
+    _remember_listed()
+    _order(lambda cs, ledger, revisit, now: [c for c in cs if c.why == "pending" or c.page_id in _LISTED.get("ids", set())])
+
+
+_LISTED: dict = {}
+
+
+def _remember_listed():
+    import collection.merge.engine as M
+    original = M.prepare
+
+    def prepare(ledger, discovery, *a, **kw):
+        _LISTED["ids"] = {p.page_id for p in discovery.pages}
+        return original(ledger, discovery, *a, **kw)
+    _replace_everywhere(original, prepare)
+
+
+@fault("revisit-hint-at-fetch-not-updated")
+def _():
+    from dataclasses import replace
+    _remember_ledger()
+    _merge_post(lambda r, p, rs: replace(r, ledger={pid: replace(row, revision_hint_at_fetch=p.ledger[pid].revision_hint_at_fetch)
+                                                   if pid in p.ledger and p.ledger[pid].content_sha256 else row
+                                                   for pid, row in r.ledger.items()}))
+
+
 # === end of the faults ====================================================================
 
 if __name__ == "__main__":

@@ -40,12 +40,12 @@ def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(p[::-1] + f + r))(*_split(cs)))
 
 
-@mutant("order-failed-newest-first", "ordering", "failed pages taken newest failure first")
+@mutant("ours-order-failed-newest-first", "ordering", "failed pages taken newest failure first")
 def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(p + f[::-1] + r))(*_split(cs)))
 
 
-@mutant("order-failed-before-pending", "ordering", "failed pages before pending ones")
+@mutant("ours-order-failed-before-pending", "ordering", "failed pages before pending ones")
 def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(f + p + r))(*_split(cs)))
 
@@ -55,7 +55,7 @@ def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(r + p + f))(*_split(cs)))
 
 
-@mutant("revisit-never-skips-failed", "ordering", "failed pages are never retried on a later run")
+@mutant("ours-revisit-never-skips-failed", "ordering", "failed pages are never retried on a later run")
 def _():
     _reorder(lambda cs: tuple(c for c in cs if c.why != "failed"))
 
@@ -127,7 +127,7 @@ def _():
 
 
 # --- budgets ------------------------------------------------------------------------------
-@mutant("budget-fetches-plus-one", "budgets", "max_fetches_per_run allows one fetch more")
+@mutant("ours-budget-fetches-plus-one", "budgets", "max_fetches_per_run allows one fetch more")
 def _():
     import collection.merge.planner as planner
     original = planner.Planner.__init__
@@ -231,7 +231,7 @@ def _():
     F.Fetcher.__init__ = __init__
 
 
-@mutant("robots-ignored", "failures", "robots.txt is never consulted")
+@mutant("ours-robots-ignored", "failures", "robots.txt is never consulted")
 def _():
     import collection.fetch.fetcher as F
     original = F.Fetcher.__init__
@@ -334,7 +334,8 @@ def _run_one(mid, mode, cases, harness, jobs, base_failing):
                         env={"COLLECTION_MUTANT": mid}, stop_on_failure=True, keep_order=True)
     broken = [v for v in outcome.verdicts if v.message.startswith("harness did not start")]
     if broken:   # the fault could not be seeded: never count that as a kill
-        raise RuntimeError(f"mutant {mid} does not apply: {broken[0].message[-300:]}")
+        print(f"BROKEN   {mid}: {broken[0].message[-600:]}", flush=True)
+        return None
     return sorted(v.case for v in outcome.verdicts if v.status in (FAIL, ERRORED) and v.case not in base_failing)
 
 
@@ -371,6 +372,9 @@ def main() -> int:
         for mid in todo:
             meta = MUTANTS[mid]
             newly = _run_one(mid, mode, cases, harness, args.j, base_failing)
+            if newly is None:
+                results[mid] = {"killed_by": None, "mode": None, "broken": True}
+                continue
             if newly:
                 results[mid] = {"killed_by": newly[0], "mode": mode}
             print(f"{'killed  ' if newly else 'SURVIVED'} [{mode}] {mid:<44} {meta['what'][:90]}"

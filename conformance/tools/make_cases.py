@@ -290,6 +290,40 @@ for name, path, value in [
         extra["limits.max_requests"] = 20000
     reg(f"reg-bound-{name}", f"{path} = {value} lies outside its bound and is refused before any run.", ["REG-17", "REG-37", "D-46", clause],
         recipe(**{path: value}, **extra), refusals=[("/" + path.replace(".", "/"), "SCHEMA_BOUND")])
+for name, path, value in [
+    ("max-fetches-zero", "collection.pages.max_fetches_per_run", 0),
+    ("max-pages-zero", "collection.pages.max_pages", 0),
+    ("retries-negative", "collection.pages.retries", -1),
+]:
+    clause = {"max_fetches_per_run": "REG-24", "max_pages": "REG-23", "retries": "REG-29"}[path.rsplit(".", 1)[1]]
+    reg(f"reg-bound-{name}", f"{path} = {value} lies below its bound and is refused (bounds are checked at both ends).",
+        ["REG-17", "D-46", clause], recipe(**{path: value}), refusals=[("/" + path.replace(".", "/"), "SCHEMA_BOUND")])
+reg("reg-allowed-origins-eight", "allowed_origins with exactly eight entries registers.", ["REG-20"],
+    recipe(**{"collection.pages.allowed_origins": [H] + [f"https://h{i}.example.com" for i in range(7)]}), registrable=True)
+reg("reg-allowed-origins-duplicate", "An allowed origin listed twice is refused.", ["REG-20", "D-40"],
+    recipe(**{"collection.pages.allowed_origins": [H, H]}), refusals=[("/collection/pages/allowed_origins", None)])
+reg("reg-credential-mode-missing", "credential_mode is required: an absent one is refused, not taken as none.", ["REG-13"],
+    recipe(**{"connector.credential_mode": DELETE}), refusals=[("/connector/credential_mode", None)])
+reg("reg-explicit-http-member", "An explicit member URL that is not absolute https is refused at registration.", ["D-38"],
+    recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"},
+                                                                      {"page_id": "b", "url": "http://www.example.com/p/b"}]}}),
+    refusals=[("/collection/discovery/members/1/url", None)])
+reg("reg-explicit-over-max-pages", "More explicit members than pages.max_pages are refused.", ["D-38"],
+    recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": x, "url": f"{H}/p/{x}"} for x in "abc"]},
+              "collection.pages.max_pages": 2}),
+    refusals=[("/collection/discovery/members", None)])
+reg("reg-reader-xml-tabular", "xml.tabular is one of the four collection Reader families and registers.", ["REG-12", "READ-01"],
+    recipe(**{"connector.parameters": [{"name": "reader.family_id", "value": "xml.tabular"},
+                                       {"name": "reader.family_version", "value": "1.0.0"},
+                                       {"name": "reader.decode_options", "value": '{"columns":[{"name":"title","path":"title"}],"records":{"path":"/items/item"}}'}]}),
+    registrable=True)
+reg("reg-budget-sum-defaults", "The REG-33 sum uses the defaults of absent members: 64 listing requests + 30 fetches exceed 90.",
+    ["REG-33", "REG-18"], recipe(**{"collection.discovery.max_requests": DELETE, "collection.pages.max_fetches_per_run": 30,
+                                    "limits.max_requests": 90}),
+    refusals=[("/limits/max_requests", "REQUEST_BUDGET_SUM")])
+reg("reg-budget-sum-defaults-fit", "With the default 64 listing requests, 64 + 30 = 94 fits limits.max_requests 94.",
+    ["REG-33", "REG-34", "REG-18"], recipe(**{"collection.discovery.max_requests": DELETE, "collection.pages.max_fetches_per_run": 30,
+                                               "limits.max_requests": 94}), registrable=True)
 reg("reg-bounds-at-limits", "Every bound at its inclusive limit registers.", ["REG-17", "REG-18", "REG-23", "REG-24", "REG-25", "REG-26", "REG-28", "REG-29"],
     recipe(**{"collection.discovery.max_requests": 1024, "collection.pages.max_pages": 50000,
               "collection.pages.max_fetches_per_run": 10000, "collection.pages.concurrency": 10000,
