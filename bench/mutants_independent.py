@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlunsplit
 
 from mutation_kit import (MUTANTS, _canonical, _coverage, _provenance, _reorder, _replace_everywhere, _split,  # noqa: F401
                           _wrap, dig, mutant, reg_add, reg_drop, reg_post, reg_pre, schema_edit)
@@ -1490,6 +1491,1456 @@ def _():
     _merge_post(lambda r, p, rs: replace(r, ledger={pid: replace(row, revision_hint_at_fetch=p.ledger[pid].revision_hint_at_fetch)
                                                    if pid in p.ledger and p.ledger[pid].content_sha256 else row
                                                    for pid, row in r.ledger.items()}))
+
+
+
+# --- URLs and origins (collection.urls) ---------------------------------------------------------
+def _canon(fn):
+    """fn(original, link, base) -> canonical URL (or raises UrlError)."""
+    import collection.urls as U
+    original = U.canonicalise
+    _replace_everywhere(original, lambda link, base=None: fn(original, link, base))
+
+
+def _parts(url):
+    from urllib.parse import urlsplit as split
+    return split(url)
+
+
+def _absolute(link):
+    return "://" in link.strip()[:12]
+
+
+@fault("url-dot-segments-kept")
+def _():
+    def keep(original, link, base):
+        url = original(link, base)
+        if _absolute(link):
+            raw = _parts(link.strip())
+            p = _parts(url)
+            return urlunsplit((p.scheme, p.netloc, raw.path, p.query, ""))
+        return url
+    _canon(keep)
+
+
+@fault("url-empty-path-slash")
+def _():
+    def slash(original, link, base):
+        url = original(link, base)
+        p = _parts(url)
+        return urlunsplit((p.scheme, p.netloc, "/", p.query, "")) if p.path == "" else url
+    _canon(slash)
+
+
+@fault("url-fragment-kept")
+def _():
+    def fragment(original, link, base):
+        url = original(link, base)
+        _, hash_mark, frag = link.strip().partition("#")
+        return url + "#" + frag if hash_mark else url
+    _canon(fragment)
+
+
+@fault("url-host-not-lowercased")
+def _():
+    def as_found(original, link, base):
+        url = original(link, base)
+        source = link.strip() if _absolute(link) else (base or "")
+        raw_host = _parts(source).hostname and _parts(source).netloc.rsplit("@", 1)[-1].split(":")[0]
+        p = _parts(url)
+        if raw_host and raw_host.lower() == (p.hostname or ""):
+            netloc = p.netloc.replace(p.hostname, raw_host, 1)
+            return urlunsplit((p.scheme, netloc, p.path, p.query, ""))
+        return url
+    _canon(as_found)
+
+
+@fault("url-http-upgraded")
+def _():
+    def upgrade(original, link, base):
+        url = original(link, base)
+        return "https://" + url[len("http://"):] if url.startswith("http://") else url
+    _canon(upgrade)
+
+
+@fault("url-idn-not-punycoded")
+def _():
+    import collection.urls as U
+    original = U._canonical_host
+
+    def _canonical_host(host):
+        if not host.isascii():
+            return host.lower()
+        return original(host)
+    U._canonical_host = _canonical_host
+
+
+@fault("url-path-lowercased")
+def _():
+    _canon(lambda original, link, base: (lambda p: urlunsplit(p._replace(path=p.path.lower())))(_parts(original(link, base))))
+
+
+@fault("url-query-sorted")
+def _():
+    _canon(lambda original, link, base: (lambda p: urlunsplit(p._replace(query="&".join(sorted(p.query.split("&"))) if p.query else "")))(
+        _parts(original(link, base))))
+
+
+@fault("url-trailing-slash-stripped")
+def _():
+    def strip(original, link, base):
+        url = original(link, base)
+        p = _parts(url)
+        return urlunsplit(p._replace(path=p.path[:-1])) if p.path.endswith("/") and p.path != "/" else url
+    _canon(strip)
+
+
+@fault("url-percent-case-normalised")
+def _():
+    import re as _re
+    unreserved = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    def norm(text):
+        def one(m):
+            ch = chr(int(m.group(1), 16))
+            return ch if ch in unreserved else "%" + m.group(1).upper()
+        return _re.sub(r"%([0-9A-Fa-f]{2})", one, text)
+
+    def fix(original, link, base):
+        p = _parts(original(link, base))
+        return urlunsplit(p._replace(path=norm(p.path), query=norm(p.query)))
+    _canon(fix)
+
+
+@fault("url-port-443-kept")
+def _():
+    def keep(original, link, base):
+        url = original(link, base)
+        if _absolute(link) and ":443" in _parts(link.strip()).netloc:
+            p = _parts(url)
+            return urlunsplit(p._replace(netloc=p.netloc + ":443"))
+        return url
+    _canon(keep)
+
+
+def _unreachable(fn):
+    import collection.urls as U
+    original = U.unreachable_reason
+    _replace_everywhere(original, lambda url, allowed: fn(original, url, allowed))
+
+
+@fault("url-port-8443-allowed")
+def _():
+    def hosts_only(original, url, allowed):
+        p = _parts(url)
+        if p.port and p.hostname and f"https://{p.hostname}" in allowed:
+            return None
+        return original(url, allowed)
+    _unreachable(hosts_only)
+
+
+@fault("url-trailing-dot-host-allowed")
+def _():
+    def strip_dot(original, url, allowed):
+        p = _parts(url)
+        if p.hostname and p.hostname.endswith("."):
+            return original(urlunsplit(p._replace(netloc=p.netloc.replace(p.hostname, p.hostname[:-1], 1))), allowed)
+        return original(url, allowed)
+    _unreachable(strip_dot)
+
+
+@fault("url-scheme-not-lowercased")
+def _():
+    def as_found(original, link, base):
+        url = original(link, base)
+        raw = link.strip()
+        if _absolute(raw) and raw.split(":", 1)[0] != raw.split(":", 1)[0].lower():
+            return raw.split(":", 1)[0] + url[url.index(":"):]
+        return url
+    _canon(as_found)
+
+
+@fault("url-userinfo-stripped")
+def _():
+    def strip(original, link, base):
+        url = original(link, base)
+        p = _parts(url)
+        return urlunsplit(p._replace(netloc=p.netloc.rsplit("@", 1)[1])) if "@" in p.netloc else url
+    _canon(strip)
+
+
+@fault("url-skipped-origin-fetched")
+def _():
+    import collection.merge.planner as planner
+
+    def with_skipped(cs, ledger, revisit, now):
+        extra = [planner.Choice(r.page_id, r.url, planner.WHY_PENDING) for r in ledger.values()
+                 if r.state == "skipped_origin" and r.landed_url is None]
+        return list(cs) + extra
+    _order(with_skipped)
+
+
+@fault("url-relative-against-discovery")
+def _():
+    D = _driver()
+    original = D.DiscoveryState._admit
+
+    def _admit(self, parsed, base):
+        return original(self, parsed, self.base_url or base)
+    D.DiscoveryState._admit = _admit
+
+
+def _redirect(fn):
+    import collection.fetch.fetcher as F
+    original = F.redirect_decision
+    _replace_everywhere(original, lambda current, location, allowed, seen, hops: fn(original, current, location, allowed, seen, hops))
+
+
+@fault("url-redirect-location-relative-root")
+def _():
+    from collection.urls import origin_of
+    _redirect(lambda original, current, location, allowed, seen, hops: original(
+        origin_of(current) + "/", location, allowed, seen, hops))
+
+
+@fault("url-redirect-offsite-followed")
+def _():
+    from collection.urls import UrlError, canonicalise, origin_of
+
+    def follow(original, current, location, allowed, seen, hops):
+        try:
+            extra = {origin_of(canonicalise(location, current))} if location else set()
+        except (UrlError, ValueError):
+            extra = set()
+        return original(current, location, frozenset(allowed) | extra, seen, hops)
+    _redirect(follow)
+    import collection.fetch.egress as E        # the fetch then reaches the other origin
+    if hasattr(E.Egress, "check"):
+        E.Egress.check = lambda self, *a, **kw: None
+
+
+@fault("url-redirect-to-http-followed")
+def _():
+    def follow(original, current, location, allowed, seen, hops):
+        verdict, target, why = original(current, location, allowed, seen, hops)
+        if verdict == "skipped_origin" and target and target.startswith("http://"):
+            https = "https://" + target[len("http://"):]
+            if original(current, https, allowed, seen, hops)[0] == "follow":
+                return "follow", target, ""
+        return verdict, target, why
+    _redirect(follow)
+
+
+@fault("url-redirect-landed-not-recorded")
+def _():
+    from dataclasses import replace
+    import collection.merge.engine as M
+    original = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        results = [replace(r, landed_url=None) if r.outcome == "skipped_origin" else r for r in results]
+        return original(prepared, results, *a, **kw)
+    _replace_everywhere(original, merge)
+
+
+@fault("url-redirect-offsite-counted-failed")
+def _():
+    from dataclasses import replace
+    import collection.merge.engine as M
+    original = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        results = [replace(r, outcome="failed", failure_code="skipped_origin") if r.outcome == "skipped_origin" else r
+                   for r in results]
+        return original(prepared, results, *a, **kw)
+    _replace_everywhere(original, merge)
+
+
+def _prepare_post(fn):
+    import collection.merge.engine as M
+    original = M.prepare
+
+    def prepare(ledger, discovery, *a, **kw):
+        return fn(original(ledger, discovery, *a, **kw), ledger, discovery, a, kw)
+    _replace_everywhere(original, prepare)
+
+
+def _keep_skipped(prepared, ledger, which):
+    from dataclasses import replace
+    rows = dict(prepared.ledger)
+    for pid in prepared.reopened:
+        if which(ledger[pid], rows[pid]):
+            rows[pid] = replace(rows[pid], state="skipped_origin", landed_url=ledger[pid].landed_url,
+                                failure_code="skipped_origin", failure_class=ledger[pid].failure_class)
+    return replace(prepared, ledger=rows, reopened=tuple(p for p in prepared.reopened if not which(ledger[p], rows[p])))
+
+
+@fault("url-recheck-never")
+def _():
+    _prepare_post(lambda prepared, ledger, discovery, a, kw: _keep_skipped(prepared, ledger, lambda old, new: True))
+
+
+@fault("url-recheck-landed-for-listed")
+def _():
+    _prepare_post(lambda prepared, ledger, discovery, a, kw: _keep_skipped(
+        prepared, ledger, lambda old, new: old.landed_url is None))
+
+
+@fault("url-skipped-relisted-new-url-ignored")
+def _():
+    from collection.urls import unreachable_reason
+
+    def keep(prepared, ledger, discovery, a, kw):
+        allowed = tuple(kw.get("allowed_origins") or ())
+
+        def moved_only(old, new):
+            if old.landed_url is None:
+                return False
+            return unreachable_reason(old.landed_url, allowed) is not None
+        return _keep_skipped(prepared, ledger, moved_only)
+    _prepare_post(keep)
+
+
+@fault("url-recheck-listed-for-redirect")
+def _():
+    from dataclasses import replace
+
+    def reopen(prepared, ledger, discovery, a, kw):
+        rows = dict(prepared.ledger)
+        listed = {p.page_id: p for p in discovery.pages}
+        reopened = list(prepared.reopened)
+        for pid, row in rows.items():
+            if row.state == "skipped_origin" and pid in listed and not listed[pid].unreachable and pid not in reopened:
+                rows[pid] = replace(row, state="pending", landed_url=None, failure_code=None, failure_class=None)
+                reopened.append(pid)
+        return replace(prepared, ledger=rows, reopened=tuple(sorted(reopened)))
+    _prepare_post(reopen)
+
+
+# --- robots (collection.fetch.robots) -----------------------------------------------------------
+def _robots():
+    import collection.fetch.robots as R
+    return R
+
+
+def _policy(fn):
+    R = _robots()
+    original = R.robots_policy_for_response
+    _replace_everywhere(original, lambda status, body, complete: fn(original, status, body, complete))
+
+
+@fault("robots-4xx-disallow-all")
+def _():
+    R = _robots()
+    _policy(lambda original, status, body, complete: R.DISALLOW_ALL if status is not None and 400 <= status < 500
+            else original(status, body, complete))
+
+
+@fault("robots-5xx-allow-all")
+def _():
+    R = _robots()
+    _policy(lambda original, status, body, complete: R.ALLOW_ALL if status is not None and 500 <= status < 600
+            else original(status, body, complete))
+
+
+@fault("robots-truncated-allow-all")
+def _():
+    R = _robots()
+    _policy(lambda original, status, body, complete: R.parse_robots(body or b"")
+            if status is not None and 200 <= status < 300 and not complete else original(status, body, complete))
+
+
+@fault("robots-parse-limit-64k")
+def _():
+    R = _robots()
+    R.MAX_PARSE_BYTES = 64 * 1024
+
+
+def _verdict(fn):
+    R = _robots()
+    original = R.RobotsRules.verdict
+    R.RobotsRules.verdict = lambda self, token, path: fn(original, self, token, path)
+
+
+def _rules_for(self, token):
+    R = _robots()
+    return [rule for group in self.groups_for(token) for rule in group.rules]
+
+
+def _decide(rules, path, pick):
+    R = _robots()
+    matching = [r for r in rules if r.matches(path)]
+    if not matching:
+        return R.Verdict(True, None, None)
+    best = pick(matching)
+    return R.Verdict(best.allow, best.text, best.line)
+
+
+def _norm_path(path_and_query):
+    R = _robots()
+    path = R.normalise(path_and_query or "/")
+    return path if path.startswith("/") else "/" + path
+
+
+@fault("robots-disallow-wins-tie")
+def _():
+    R = _robots()
+
+    def verdict(original, self, token, path_and_query):
+        path = _norm_path(path_and_query)
+        if path == "/robots.txt" or self.basis == R.DISALLOW_ALL_BASIS:
+            return original(self, token, path_and_query)
+        return _decide(_rules_for(self, token), path,
+                       lambda ms: max(ms, key=lambda r: (r.priority, not r.allow)))
+    _verdict(verdict)
+
+
+@fault("robots-first-match")
+def _():
+    R = _robots()
+
+    def verdict(original, self, token, path_and_query):
+        path = _norm_path(path_and_query)
+        if path == "/robots.txt" or self.basis == R.DISALLOW_ALL_BASIS:
+            return original(self, token, path_and_query)
+        return _decide(_rules_for(self, token), path, lambda ms: ms[0])
+    _verdict(verdict)
+
+
+@fault("robots-query-ignored")
+def _():
+    _verdict(lambda original, self, token, path: original(self, token, path.split("?", 1)[0]))
+
+
+@fault("robots-ignored")
+def _():
+    _verdict(lambda original, self, token, path: _robots().Verdict(True, None, None))
+
+
+@fault("robots-token-case-sensitive")
+def _():
+    R = _robots()
+    original = R.RobotsRules.groups_for
+
+    def groups_for(self, token):
+        named = tuple(g for g in self.groups if token.strip() in g.agents)   # agents are stored lowercased
+        return named or tuple(g for g in self.groups if "*" in g.agents)
+    R.RobotsRules.groups_for = groups_for
+
+
+@fault("robots-token-full-ua")
+def _():
+    R = _robots()
+
+    def groups_for(self, token):
+        full = f"{token}-PublicHttps/1.0".lower()
+        named = tuple(g for g in self.groups if full in g.agents)
+        return named or tuple(g for g in self.groups if "*" in g.agents)
+    R.RobotsRules.groups_for = groups_for
+
+
+@fault("robots-groups-not-merged")
+def _():
+    R = _robots()
+    original = R.RobotsRules.groups_for
+    R.RobotsRules.groups_for = lambda self, token: original(self, token)[:1]
+
+
+@fault("robots-star-ignored")
+def _():
+    R = _robots()
+
+    def groups_for(self, token):
+        wanted = token.strip().lower()
+        return tuple(g for g in self.groups if wanted and wanted in g.agents)
+    R.RobotsRules.groups_for = groups_for
+
+
+@fault("robots-star-merged-with-own")
+def _():
+    R = _robots()
+
+    def groups_for(self, token):
+        wanted = token.strip().lower()
+        return tuple(g for g in self.groups if (wanted and wanted in g.agents) or "*" in g.agents)
+    R.RobotsRules.groups_for = groups_for
+
+
+def _rule_make(fn):
+    R = _robots()
+    original = R._rule
+    R._rule = lambda allow, value, text, line: fn(original, allow, value, text, line)
+
+
+@fault("robots-dollar-ignored")
+def _():
+    _rule_make(lambda original, allow, value, text, line: original(allow, value[:-1] if value.endswith("$") else value, text, line))
+
+
+@fault("robots-dollar-literal")
+def _():
+    _rule_make(lambda original, allow, value, text, line: original(allow, value[:-1] + "%24" if value.endswith("$") else value, text, line))
+
+
+@fault("robots-wildcard-literal")
+def _():
+    _rule_make(lambda original, allow, value, text, line: original(allow, value.replace("*", "%2A"), text, line))
+
+
+@fault("robots-percent-not-normalised")
+def _():
+    R = _robots()
+    original = R.normalise
+    R.normalise = lambda text, *, pattern=False: text if pattern else original(text, pattern=pattern)
+
+
+@fault("robots-empty-disallow-blocks-all")
+def _():
+    R = _robots()
+    original = R._parse
+
+    def _parse(text):
+        import re as _re
+        data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+        data = _re.sub(rb"(?im)^([ \t]*disallow[ \t]*:)[ \t]*(#.*)?$", rb"\1 /", data)
+        return original(data)
+    R._parse = _parse
+
+
+@fault("robots-disallowed-requested")
+def _():
+    import collection.fetch.fetcher as F
+    original = F.Fetcher._robots_allow
+
+    def _robots_allow(self, url):
+        allowed = original(self, url)
+        if not allowed:
+            self._disallowed_pending = url
+        return allowed
+    # the page is requested first and its answer then discarded
+    fetch_original = F.Fetcher._fetch
+
+    def _fetch(self, spec, tally):
+        from collection.fetch import budgets as B
+        if self.robots_enabled and not original(self, spec.url):
+            try:
+                result = self._attempts(spec, spec.url, B.INITIAL, tally)
+                if hasattr(result, "close"):
+                    result.close()
+            except Exception:  # noqa: BLE001
+                pass
+        return fetch_original(self, spec, tally)
+    F.Fetcher._fetch = _fetch
+
+
+@fault("robots-disallowed-wrong-code")
+def _():
+    from dataclasses import replace
+    import collection.merge.engine as M
+    original = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        results = [replace(r, failure_code="http_status_403") if r.failure_code == "robots_disallowed" else r for r in results]
+        return original(prepared, results, *a, **kw)
+    _replace_everywhere(original, merge)
+
+
+@fault("robots-fetched-per-page")
+def _():
+    import collection.fetch.fetcher as F
+    original = F.Fetcher._robots_allow
+
+    def _robots_allow(self, url):
+        from collection.urls import origin_of
+        getattr(self, "_robots", {}).pop(origin_of(url), None)   # forget it: asked again before every page
+        return original(self, url)
+    F.Fetcher._robots_allow = _robots_allow
+
+
+@fault("robots-redirect-onsite-not-followed")
+def _():
+    import collection.fetch.fetcher as F
+    original = F.Fetcher._fetch_robots
+    R = _robots()
+
+    def _fetch_robots(self, origin, tally):
+        send = self._send
+
+        def no_redirect(kind, url, cause, t, headers):
+            response = send(kind, url, cause, t, headers)
+            if response.status in F.REDIRECT_STATUSES:
+                response.close()
+                raise _RobotsUnreachable()
+            return response
+        self._send = no_redirect
+        try:
+            return original(self, origin, tally)
+        except _RobotsUnreachable:
+            return R.DISALLOW_ALL
+        finally:
+            del self._send
+    F.Fetcher._fetch_robots = _fetch_robots
+
+
+class _RobotsUnreachable(Exception):
+    pass
+
+
+@fault("robots-redirect-hops-unbounded")
+def _():
+    import collection.fetch.fetcher as F
+    original = F.Fetcher._fetch_robots
+
+    def _fetch_robots(self, origin, tally):
+        saved = F.MAX_REDIRECTS
+        F.MAX_REDIRECTS = 50
+        try:
+            return original(self, origin, tally)
+        finally:
+            F.MAX_REDIRECTS = saved
+    F.Fetcher._fetch_robots = _fetch_robots
+
+
+@fault("robots-redirect-offsite-followed")
+def _():
+    import collection.fetch.fetcher as F
+    original = F.Fetcher._fetch_robots
+
+    def _fetch_robots(self, origin, tally):
+        decision = F.redirect_decision
+
+        def anywhere(current, location, allowed, seen, hops):
+            from collection.urls import canonicalise, origin_of
+            try:
+                allowed = frozenset(allowed) | {origin_of(canonicalise(location, current))}
+            except Exception:  # noqa: BLE001
+                pass
+            return decision(current, location, allowed, seen, hops)
+        F.redirect_decision = anywhere
+        try:
+            return original(self, origin, tally)
+        finally:
+            F.redirect_decision = decision
+    F.Fetcher._fetch_robots = _fetch_robots
+
+
+@fault("robots-redirect-offsite-allow-all")
+def _():
+    # D-66 reads an off-list robots.txt redirect as disallow all; this fault reads it as allow
+    # all (RFC 9309's "unavailable"). collection's robots fetch does exactly that today (it
+    # predates D-66), so seeding it changes nothing: reported as a survivor with that reason.
+    import collection.fetch.fetcher as F
+    original = F.Fetcher._fetch_robots
+    F.Fetcher._fetch_robots = lambda self, origin, tally: original(self, origin, tally)
+
+
+# --- media types --------------------------------------------------------------------------------
+def _listing_types(kind, fn):
+    D = _driver()
+    D.ACCEPTED_MEDIA_TYPES[kind] = tuple(fn(D.ACCEPTED_MEDIA_TYPES[kind]))
+
+
+def _page_types(family, fn):
+    from dataclasses import replace
+    import collection.readers.registry as Rg
+    Rg.FAMILIES[family] = replace(Rg.FAMILIES[family], media_types=tuple(fn(Rg.FAMILIES[family].media_types)))
+
+
+@fault("media-html-xhtml-refused")
+def _():
+    _listing_types("html_index", lambda ts: [t for t in ts if t != "application/xhtml+xml"])
+
+
+@fault("media-json-vnd-refused")
+def _():
+    _listing_types("json_api", lambda ts: [t for t in ts if t != "application/vnd.api+json"])
+
+
+@fault("media-sitemap-rss-refused")
+def _():
+    _listing_types("sitemap", lambda ts: [t for t in ts if t != "application/rss+xml"])
+
+
+@fault("media-json-text-plain-accepted")
+def _():
+    _listing_types("json_api", lambda ts: list(ts) + ["text/plain"])
+
+
+@fault("media-html-tabular-xhtml-refused")
+def _():
+    _page_types("html.tabular", lambda ts: ["text/html"])
+
+
+@fault("media-json-tabular-ld-refused")
+def _():
+    _page_types("json.tabular", lambda ts: ["application/json"])
+
+
+@fault("media-xml-tabular-rss")
+def _():
+    _page_types("xml.tabular", lambda ts: list(dict.fromkeys(list(ts) + ["application/xml", "text/xml", "application/rss+xml"])))
+
+
+@fault("media-detail-wrong-type-decoded")
+def _():
+    import collection.readers.registry as Rg
+    from dataclasses import replace
+    for family in list(Rg.FAMILIES):
+        Rg.FAMILIES[family] = replace(Rg.FAMILIES[family], media_types=())
+
+
+@fault("media-case-sensitive")
+def _():
+    import collection.fetch.mediatypes as MT
+    import collection.discover.common as C
+    original = MT.media_type
+
+    def media_type(content_type):
+        found = original(content_type)
+        if found is None or content_type is None:
+            return found
+        raw = content_type.split(";", 1)[0].strip()
+        return raw if raw.lower() == found else found
+    _replace_everywhere(original, media_type)
+    common = C.media_type
+
+    def listing_media_type(headers):
+        found = common(headers)
+        for name, value in reversed(tuple(headers)):
+            if name.lower() == "content-type":
+                raw = value.split(";", 1)[0].strip()
+                return raw if raw.lower() == found else found
+        return found
+    _replace_everywhere(common, listing_media_type)
+
+
+@fault("media-params-not-ignored")
+def _():
+    import collection.fetch.mediatypes as MT
+    import collection.discover.common as C
+    original = MT.media_type
+    _replace_everywhere(original, lambda content_type: (content_type.strip().lower() if content_type else None))
+    common = C.media_type
+
+    def listing_media_type(headers):
+        for name, value in reversed(tuple(headers)):
+            if name.lower() == "content-type":
+                return value.strip().lower()
+        return common(headers)
+    _replace_everywhere(common, listing_media_type)
+
+
+@fault("media-missing-type-sniffed")
+def _():
+    import collection.fetch.mediatypes as MT
+    original = MT.accepts
+    _replace_everywhere(original, lambda content_type, accepted: True if content_type is None else original(content_type, accepted))
+    D = _driver()
+    refusal = D.DiscoveryState.refusal
+
+    def sniffing(self, status, headers):
+        headers = tuple(headers)
+        if 200 <= status < 300 and not any(n.lower() == "content-type" for n, _ in headers):
+            return None
+        return refusal(self, status, headers)
+    D.DiscoveryState.refusal = sniffing
+
+
+@fault("media-listing-refusal-merge-invalid")
+def _():
+    D = _driver()
+    original = D.DiscoveryState._failed
+
+    def _failed(self, url, role, reason, message=""):
+        if reason == "media_type_refused":
+            from collection.recipe.refusal import RefusedError
+            raise RefusedError("COLLECTION_MERGE_INVALID", f"{url}: listing media type refused")
+        return original(self, url, role, reason, message)
+    D.DiscoveryState._failed = _failed
+
+
+@fault("media-detail-wrong-code")
+def _():
+    from dataclasses import replace
+    import collection.merge.engine as M
+    original = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        results = [replace(r, failure_code="decode_error") if r.failure_code == "media_type_refused" else r for r in results]
+        return original(prepared, results, *a, **kw)
+    _replace_everywhere(original, merge)
+
+
+# --- provenance and the CSV dialect --------------------------------------------------------------
+@fault("provenance-column-order")
+def _():
+    import collection.merge.relation as Rel
+    cols = list(Rel.PROVENANCE_COLUMNS)
+    i, j = cols.index("page_content_sha256"), cols.index("page_revision")
+    cols[i], cols[j] = cols[j], cols[i]
+    Rel.PROVENANCE_COLUMNS = tuple(cols)
+    _provenance(lambda a: a[:4] + [a[5], a[4]] + a[6:])
+
+    # provenance_row takes (.., sha, revision, ..): swapped values under swapped names
+
+
+@fault("provenance-columns-prepended")
+def _():
+    import collection.merge.relation as Rel
+    original_cols = Rel.relation_columns
+    _replace_everywhere(original_cols, lambda reader_columns: (*Rel.PROVENANCE_COLUMNS, *reader_columns))
+    original_row = Rel.provenance_row
+
+    def provenance_row(reader_row, *rest):
+        row = original_row(reader_row, *rest)
+        n = len(reader_row)
+        return row[n:] + row[:n]
+    _replace_everywhere(original_row, provenance_row)
+
+
+def _csv_writer(fn):
+    import collection.merge.csvio as C
+    original = C.CsvWriter.writerows
+    C.CsvWriter.writerows = lambda self, rows: fn(self, rows, original)
+
+
+@fault("provenance-csv-crlf")
+def _():
+    import csv as _csv
+    import collection.merge.csvio as C
+
+    def writerows(self, rows, original):
+        writer = _csv.writer(self._out)           # the default terminator: \r\n
+        writer.writerows(rows)
+    _csv_writer(writerows)
+
+
+@fault("provenance-csv-quote-all")
+def _():
+    import csv as _csv
+
+    def writerows(self, rows, original):
+        _csv.writer(self._out, lineterminator="\n", quoting=_csv.QUOTE_ALL).writerows(rows)
+    _csv_writer(writerows)
+
+
+@fault("provenance-csv-newline-in-field")
+def _():
+    def writerows(self, rows, original):
+        for row in rows:
+            self._out.write(",".join('"' + f.replace('"', '""') + '"' if ("," in f or '"' in f) else f for f in row) + "\n")
+    _csv_writer(writerows)
+
+
+@fault("provenance-csv-bom")
+def _():
+    import collection.merge.csvio as C
+    original = C.CsvWriter.__init__
+
+    def __init__(self, out):
+        original(self, out)
+        out.write("\ufeff")
+    C.CsvWriter.__init__ = __init__
+    # only the relation's writer: the ledger is written with the same class, read back by name
+    import collection.merge.ledger as Lg
+    if hasattr(Lg, "CsvWriter"):
+        Lg.CsvWriter = type("LedgerCsvWriter", (C.CsvWriter,), {"__init__": original})
+
+
+@fault("provenance-ordinal-zero-based")
+def _():
+    _provenance(lambda a: a[:7] + [a[7] - 1])
+
+
+@fault("provenance-ordinal-global")
+def _():
+    import collection.merge.engine as M
+    counter = {"n": 0}
+    original = M.merge
+
+    def merge(*a, **kw):
+        counter["n"] = 0
+        return original(*a, **kw)
+    _replace_everywhere(original, merge)
+
+    def global_ordinal(a):
+        counter["n"] += 1
+        return a[:7] + [counter["n"]]
+    _provenance(global_ordinal)
+
+
+@fault("provenance-page-url-final")
+def _():
+    import collection.fetch.fetcher as F
+    finals: dict[str, str] = {}
+    original = F.Fetcher.fetch
+
+    def fetch(self, spec):
+        outcome = original(self, spec)
+        if getattr(outcome, "final_url", None):
+            finals[spec.url] = outcome.final_url
+        return outcome
+    F.Fetcher.fetch = fetch
+    _provenance(lambda a: a[:2] + [finals.get(a[2], a[2])] + a[3:])
+
+
+@fault("provenance-page-id-ignores-identity")
+def _():
+    D = _driver()
+    original = D.DiscoveryState._admit
+
+    def _admit(self, parsed, base):
+        from dataclasses import replace
+        return original(self, replace(parsed, page_ids=(None,) * len(parsed.page_ids)), base)
+    D.DiscoveryState._admit = _admit
+
+
+@fault("provenance-page-id-number-float")
+def _():
+    def floats(parsed, doc, spec, url):
+        from dataclasses import replace
+        ids = tuple(repr(float(p)) if p is not None and p.lstrip("-").isdigit() else p for p in parsed.page_ids)
+        return replace(parsed, page_ids=ids)
+    _json_listing(floats)
+
+
+@fault("provenance-revision-not-text-integer")
+def _():
+    _provenance(lambda a: a[:5] + [f"{float(a[5])}"] + a[6:])
+
+
+# --- merge ---------------------------------------------------------------------------------------
+def _ledger_post(fn):
+    """fn(new_row, old_row_or_None, result_or_None) -> row, for every ledger row merge returns."""
+    from dataclasses import replace
+
+    def post(r, p, rs):
+        by_page = {x.page_id: x for x in rs}
+        return replace(r, ledger={pid: fn(row, p.ledger.get(pid), by_page.get(pid)) for pid, row in r.ledger.items()})
+    _merge_post(post)
+
+
+@fault("merge-previous-digest-not-recorded")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, previous_content_sha256=None)
+                 if old is not None and old.content_sha256 and row.content_sha256 != old.content_sha256 else row)
+
+
+@fault("merge-previous-digest-is-new")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, previous_content_sha256=row.content_sha256)
+                 if old is not None and old.content_sha256 and row.content_sha256 != old.content_sha256 else row)
+
+
+@fault("merge-previous-digest-set-on-unchanged")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, previous_content_sha256=old.content_sha256)
+                 if res is not None and res.outcome == "fetched" and old is not None and old.content_sha256 else row)
+
+
+@fault("merge-failure-code-missing")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, failure_code=None, failure_class=None)
+                 if res is not None and res.outcome == "failed" and res.failure_code in ("timeout", "network_error") else row)
+
+
+@fault("merge-revision-hint-not-refreshed")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, revision_hint=old.revision_hint)
+                 if old is not None and (res is None or res.outcome != "fetched") else row)
+
+
+@fault("merge-changed-revision-not-incremented")
+def _():
+    _changed_revision(lambda old_revision, new_revision: old_revision)
+
+
+def _changed_revision(fn):
+    """fn(ledger revision, merged revision) -> revision written for a changed page."""
+    from dataclasses import replace
+    import collection.merge.engine as M
+    original = M.merge
+    import collection.merge.relation as Rel
+    prov = Rel.provenance_row
+    state = {"changed": {}}
+
+    def merge(prepared, results, *a, **kw):
+        results = list(results)
+        state["changed"] = {r.page_id: prepared.ledger[r.page_id].revision for r in results if r.outcome == "fetched"
+                            and prepared.ledger[r.page_id].content_sha256
+                            and prepared.ledger[r.page_id].content_sha256 != r.content_sha256}
+        out = original(prepared, results, *a, **kw)
+        rows = {pid: replace(row, revision=fn(state["changed"][pid], row.revision)) if pid in state["changed"] else row
+                for pid, row in out.ledger.items()}
+        return replace(out, ledger=rows)
+    _replace_everywhere(original, merge)
+
+    def provenance_row(reader_row, page_id, page_url, fetched_at, sha, revision, discovered_at, ordinal):
+        if page_id in state["changed"]:
+            revision = fn(state["changed"][page_id], revision)
+        return prov(reader_row, page_id, page_url, fetched_at, sha, revision, discovered_at, ordinal)
+    _replace_everywhere(prov, provenance_row)
+
+
+@fault("merge-changed-revision-reset")
+def _():
+    _changed_revision(lambda old_revision, new_revision: 1)
+
+
+@fault("merge-unchanged-revision-incremented")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, revision=row.revision + 1)
+                 if res is not None and res.outcome == "fetched" and old is not None and old.content_sha256 == res.content_sha256 else row)
+
+
+@fault("merge-digest-uppercase")
+def _():
+    from dataclasses import replace
+    _provenance(lambda a: a[:4] + [a[4].upper()] + a[5:])
+    _ledger_post(lambda row, old, res: replace(row, content_sha256=row.content_sha256.upper()) if row.content_sha256 else row)
+
+
+@fault("merge-digest-prefixed")
+def _():
+    from dataclasses import replace
+    _provenance(lambda a: a[:4] + ["sha256:" + a[4]] + a[5:])
+    _ledger_post(lambda row, old, res: replace(row, content_sha256="sha256:" + row.content_sha256)
+                 if row.content_sha256 and not row.content_sha256.startswith("sha256:") else row)
+
+
+@fault("merge-corrections-not-reported")
+def _():
+    from dataclasses import replace
+    _merge_post(lambda r, p, rs: replace(r, corrections=()))
+
+
+def _drop_rows(which):
+    """Rows of pages which(page_id, prepared, results) names are left out of the merged relation."""
+    import collection.merge.engine as M
+    original_merge, original_iter = M.merge, M.iter_pages
+    dropped: set[str] = set()
+
+    def merge(prepared, results, *a, **kw):
+        results = list(results)
+        dropped.clear()
+        dropped.update(which(prepared, results))
+        return original_merge(prepared, results, *a, **kw)
+
+    def iter_pages(stream, cols, **kw):
+        for page_id, rows in original_iter(stream, cols, **kw):
+            if page_id not in dropped:
+                yield page_id, rows
+    _replace_everywhere(original_merge, merge)
+    _replace_everywhere(original_iter, iter_pages)
+
+
+@fault("merge-absent-page-rows-deleted")
+def _():
+    _drop_rows(lambda prepared, results: {pid for pid in prepared.ledger} - {p.page_id for p in prepared.discovery.pages})
+
+
+@fault("merge-failed-refetch-deletes-rows")
+def _():
+    _drop_rows(lambda prepared, results: {r.page_id for r in results if r.outcome == "failed"
+                                          and (r.failure_code or "").startswith("http_status_5")})
+
+
+@fault("merge-gone-404-deletes-rows")
+def _():
+    _drop_rows(lambda prepared, results: {r.page_id for r in results if r.failure_code in ("http_status_404", "http_status_410")})
+
+
+@fault("merge-redirect-offsite-deletes-rows")
+def _():
+    _drop_rows(lambda prepared, results: {r.page_id for r in results if r.outcome == "skipped_origin"})
+
+
+@fault("robots-disallowed-deletes-rows")
+def _():
+    _drop_rows(lambda prepared, results: {r.page_id for r in results if r.failure_code == "robots_disallowed"})
+
+
+@fault("merge-column-mismatch-deletes-rows")
+def _():
+    _drop_rows(lambda prepared, results: {r.page_id for r in results if r.outcome == "fetched" and r.rows
+                                          and any(len(x) != len(r.rows[0]) or False for x in r.rows) or
+                                          r.failure_code == "column_mismatch"})
+
+
+@fault("merge-absent-page-ledger-row-deleted")
+def _():
+    from dataclasses import replace
+
+    def drop(r, p, rs):
+        keep = {x.page_id for x in p.discovery.pages} | {x.page_id for x in rs}
+        return replace(r, ledger={pid: row for pid, row in r.ledger.items() if pid in keep})
+    _merge_post(drop)
+
+
+@fault("merge-changed-rows-unioned")
+def _():
+    import collection.merge.engine as M
+    original = M._joined
+
+    def _joined(predecessor, reader_columns, fresh):
+        old = dict(M.iter_pages(iter(list(predecessor)), reader_columns)) if not isinstance(predecessor, list) else {}
+        return original(predecessor, reader_columns, fresh)
+    # the predecessor stream can be read once only: keep old rows of changed pages by merging here
+    original_merge = M.merge
+
+    def merge(prepared, results, predecessor_relation, out, **kw):
+        text = list(predecessor_relation)
+        old = dict(M.iter_pages(iter(text), kw["reader_columns"]))
+        changed = {r.page_id for r in results if r.outcome == "fetched" and prepared.ledger[r.page_id].content_sha256
+                   and prepared.ledger[r.page_id].content_sha256 != r.content_sha256}
+
+        def joined(pred, cols, fresh):
+            for pid, rows in original(pred, cols, fresh):
+                yield pid, (old.get(pid, []) + rows) if pid in changed else rows
+        M._joined = joined
+        try:
+            return original_merge(prepared, results, iter(text), out, **kw)
+        finally:
+            M._joined = original
+    _replace_everywhere(original_merge, merge)
+
+
+@fault("merge-changed-shorter-page-keeps-tail")
+def _():
+    import collection.merge.engine as M
+    original = M._joined
+    original_merge = M.merge
+
+    def merge(prepared, results, predecessor_relation, out, **kw):
+        text = list(predecessor_relation)
+        old = dict(M.iter_pages(iter(text), kw["reader_columns"]))
+        width = len(kw["reader_columns"])
+
+        def joined(pred, cols, fresh):
+            for pid, rows in original(pred, cols, fresh):
+                if pid in fresh and pid in old and len(old[pid]) > len(rows):
+                    rows = rows + old[pid][len(rows):]
+                yield pid, rows
+        M._joined = joined
+        try:
+            return original_merge(prepared, results, iter(text), out, **kw)
+        finally:
+            M._joined = original
+    _replace_everywhere(original_merge, merge)
+
+
+@fault("merge-unchanged-rows-reprovenanced")
+def _():
+    import collection.merge.engine as M
+    original = M._rows_complete
+    # an unchanged page is re-decoded and written anew, as if its rows had gone missing
+    M._rows_complete = lambda row, present: False
+
+
+@fault("merge-replace-by-page-id-prefix")
+def _():
+    import collection.merge.engine as M
+    original_merge, original_iter = M.merge, M.iter_pages
+    changed: set[str] = set()
+
+    def merge(prepared, results, *a, **kw):
+        results = list(results)
+        changed.clear()
+        changed.update(r.page_id for r in results if r.outcome == "fetched" and prepared.ledger[r.page_id].content_sha256
+                       and prepared.ledger[r.page_id].content_sha256 != r.content_sha256)
+        return original_merge(prepared, results, *a, **kw)
+
+    def iter_pages(stream, cols, **kw):
+        for page_id, rows in original_iter(stream, cols, **kw):
+            if not any(page_id.startswith(c) and page_id != c for c in changed):
+                yield page_id, rows
+    _replace_everywhere(original_merge, merge)
+    _replace_everywhere(original_iter, iter_pages)
+
+
+# --- timestamps ------------------------------------------------------------------------------------
+@fault("timestamp-discovered-at-fetch-time")
+def _():
+    _provenance(lambda a: a[:6] + [a[3]] + a[7:])
+
+
+@fault("timestamp-discovered-at-updated")
+def _():
+    _prepare_post(lambda prepared, ledger, discovery, a, kw: __import__("dataclasses").replace(
+        prepared, ledger={pid: __import__("dataclasses").replace(row, discovered_at=row.last_seen_at)
+                          if pid in {p.page_id for p in discovery.pages} else row for pid, row in prepared.ledger.items()}))
+
+
+@fault("timestamp-failed-at-not-set")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, failed_at=None) if res is not None and res.outcome == "failed" else row)
+
+
+@fault("timestamp-last-fetched-not-updated-unchanged")
+def _():
+    from dataclasses import replace
+    _ledger_post(lambda row, old, res: replace(row, last_fetched_at=old.last_fetched_at)
+                 if res is not None and res.outcome == "fetched" and old is not None and old.content_sha256 == res.content_sha256 else row)
+
+
+@fault("timestamp-last-seen-not-refreshed")
+def _():
+    from dataclasses import replace
+    _prepare_post(lambda prepared, ledger, discovery, a, kw: replace(
+        prepared, ledger={pid: replace(row, last_seen_at=ledger[pid].last_seen_at) if pid in ledger else row
+                          for pid, row in prepared.ledger.items()}))
+
+
+@fault("timestamp-last-seen-unlisted")
+def _():
+    from dataclasses import replace
+
+    def refresh(prepared, ledger, discovery, a, kw):
+        listed = [r.last_seen_at for pid, r in prepared.ledger.items() if pid in {p.page_id for p in discovery.pages}]
+        now = max(listed) if listed else None
+        if now is None:
+            return prepared
+        return replace(prepared, ledger={pid: replace(row, last_seen_at=now) for pid, row in prepared.ledger.items()})
+    _prepare_post(refresh)
+
+
+def _times(transform):
+    """Rewrite how the run writes its instants (collection.merge.outcomes.rfc3339)."""
+    import collection.merge.outcomes as O
+    original = O.rfc3339
+    _replace_everywhere(original, lambda seconds: transform(seconds, original))
+
+
+@fault("timestamp-fractional")
+def _():
+    from datetime import datetime, timezone
+    _times(lambda s, original: datetime.fromtimestamp(s, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+
+
+@fault("timestamp-offset-format")
+def _():
+    _times(lambda s, original: original(s)[:-1] + "+00:00")
+
+
+@fault("timestamp-local-time")
+def _():
+    import time as _time
+    _times(lambda s, original: _time.strftime("%Y-%m-%dT%H:%M:%S", _time.localtime(int(s) + 3600)) + "Z")
+
+
+@fault("timestamp-wall-clock")
+def _():
+    import time as _time
+    _provenance(lambda a: a[:3] + [__import__("collection.merge.outcomes", fromlist=["x"]).rfc3339(_time.time())] + a[4:])
+
+
+@fault("timestamp-fetched-at-run-start")
+def _():
+    _prepare_post(lambda prepared, ledger, discovery, a, kw: (_RUN_START.__setitem__("at", kw.get("now")), prepared)[1])
+    _provenance(lambda a: a[:3] + [_RUN_START.get("at") or a[3]] + a[4:])
+
+
+_RUN_START: dict = {}
+
+
+# --- truncation (the max_rows clamp) -----------------------------------------------------------------
+@fault("truncation-clamp-strict")
+def _():
+    import collection.merge.engine as M
+    M._write_clamped = lambda writer, pages, max_rows: _clamp(writer, pages, max_rows, strict=True)
+
+
+def _clamp(writer, pages, max_rows, *, strict=False, split=False, first_whole=False):
+    written, clipped = 0, []
+    for page_id, rows in pages:
+        if not rows:
+            continue
+        fits = max_rows is None or (written + len(rows) < max_rows if strict else written + len(rows) <= max_rows)
+        if clipped or not fits:
+            if split and not clipped and max_rows is not None and written < max_rows:
+                writer.writerows(rows[:max_rows - written])
+                written = max_rows
+            elif not first_whole and written == 0 and not clipped:
+                writer.writerows(rows[:max_rows])
+                written = max_rows
+            clipped.append(page_id)
+            continue
+        writer.writerows(rows)
+        written += len(rows)
+    return written, clipped
+
+
+@fault("truncation-splits-page")
+def _():
+    import collection.merge.engine as M
+    M._write_clamped = lambda writer, pages, max_rows: _clamp(writer, pages, max_rows, split=True)
+
+
+@fault("truncation-first-page-dropped")
+def _():
+    import collection.merge.engine as M
+    M._write_clamped = lambda writer, pages, max_rows: _clamp(writer, pages, max_rows, first_whole=True)
+
+
+@fault("truncation-clipped-fetched")
+def _():
+    from dataclasses import replace
+
+    def keep_fetched(r, p, rs):
+        fetched = {x.page_id for x in rs if x.outcome == "fetched"}
+        rows = {pid: replace(row, state="fetched") if pid in r.clipped and pid in fetched and row.state == "pending" else row
+                for pid, row in r.ledger.items()}
+        pending = sum(1 for x in rows.values() if x.state == "pending")
+        return _recomplete(replace(_cov(r, pending=pending), ledger=rows))
+    _merge_post(keep_fetched)
+
+
+@fault("truncation-first-page-marked-fetched")
+def _():
+    from dataclasses import replace
+    import collection.merge.engine as M
+    original = M._write_clamped
+    cut: dict = {}
+
+    def _write_clamped(writer, pages, max_rows):
+        pages = list(pages)
+        written, clipped = original(writer, iter(pages), max_rows)
+        first = next((pid for pid, rows in pages if rows), None)
+        cut["page"] = first if clipped and first == clipped[0] and written > 0 else None
+        return written, clipped
+    M._write_clamped = _write_clamped
+
+    def post(r, p, rs):
+        pid = cut.get("page")
+        if pid and r.ledger[pid].state == "pending" and any(x.page_id == pid and x.outcome == "fetched" for x in rs):
+            rows = dict(r.ledger)
+            rows[pid] = replace(rows[pid], state="fetched")
+            return _recomplete(replace(_cov(r, pending=r.coverage.pending - 1), ledger=rows))
+        return r
+    _merge_post(post)
+
+
+@fault("truncation-flag-at-exact-max")
+def _():
+    import collection.merge.engine as M
+    original = M._write_clamped
+    from dataclasses import replace
+
+    def _write_clamped(writer, pages, max_rows):
+        written, clipped = original(writer, pages, max_rows)
+        _MAXROWS["hit"] = max_rows is not None and written >= max_rows
+        return written, clipped
+    M._write_clamped = _write_clamped
+    _merge_post(lambda r, p, rs: _recomplete(replace(r, truncated=True)) if _MAXROWS.get("hit") and not r.truncated else r)
+
+
+@fault("truncation-flag-below-max")
+def _():
+    import collection.merge.engine as M
+    original = M._write_clamped
+    from dataclasses import replace
+
+    def _write_clamped(writer, pages, max_rows):
+        written, clipped = original(writer, pages, max_rows)
+        _MAXROWS["hit"] = max_rows is not None and written == max_rows
+        return written, clipped
+    M._write_clamped = _write_clamped
+    _merge_post(lambda r, p, rs: replace(r, truncated=False) if r.truncated and not _MAXROWS.get("hit") else r)
+
+
+@fault("truncation-legacy-not-repaired")
+def _():
+    import collection.merge.engine as M
+    from dataclasses import replace
+    _prepare_post(lambda prepared, ledger, discovery, a, kw: replace(
+        prepared, ledger={pid: replace(row, state="fetched") if pid in prepared.repaired and ledger[pid].row_count is None else row
+                          for pid, row in prepared.ledger.items()},
+        repaired=tuple(p for p in prepared.repaired if ledger[p].row_count is not None)))
+
+
+@fault("truncation-restore-increments-revision")
+def _():
+    from dataclasses import replace
+    import collection.merge.engine as M
+    import collection.merge.relation as Rel
+    restored: set[str] = set()
+    original, prov = M.merge, Rel.provenance_row
+
+    def merge(prepared, results, *a, **kw):
+        results = list(results)
+        restored.clear()
+        restored.update(x.page_id for x in results if x.outcome == "fetched" and prepared.ledger[x.page_id].state == "pending"
+                        and prepared.ledger[x.page_id].content_sha256 == x.content_sha256)
+        out = original(prepared, results, *a, **kw)
+        return replace(out, ledger={pid: replace(row, revision=row.revision + 1) if pid in restored else row
+                                    for pid, row in out.ledger.items()})
+
+    def provenance_row(reader_row, page_id, page_url, fetched_at, sha, revision, discovered_at, ordinal):
+        return prov(reader_row, page_id, page_url, fetched_at, sha, revision + (page_id in restored), discovered_at, ordinal)
+    _replace_everywhere(original, merge)
+    _replace_everywhere(prov, provenance_row)
+
+
+@fault("truncation-restore-needs-change")
+def _():
+    import collection.merge.engine as M
+    original = M._rows_complete
+    # an unchanged digest keeps the (absent) predecessor rows: the repair is never written
+    M._rows_complete = lambda row, present: True
+    from dataclasses import replace
+    original_merge = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        rows = {pid: replace(row, state="fetched") if row.state == "pending" and row.content_sha256 else row
+                for pid, row in prepared.ledger.items()}
+        return original_merge(replace(prepared, ledger=rows), results, *a, **kw)
+    _replace_everywhere(original_merge, merge)
+
+
+@fault("truncation-clamp-fetch-order")
+def _():
+    import collection.merge.engine as M
+    original = M._write_clamped
+
+    def _write_clamped(writer, pages, max_rows):
+        pages = list(pages)
+        order = _FETCH_ORDER.get("ids", [])
+        rank = {pid: i for i, pid in enumerate(order)}
+        by_fetch = sorted(pages, key=lambda pr: (rank.get(pr[0], -1)))
+        written, clipped, kept = 0, [], set()
+        for page_id, rows in by_fetch:
+            if rows and max_rows is not None and written + len(rows) > max_rows:
+                clipped.append(page_id)
+                continue
+            kept.add(page_id)
+            written += len(rows)
+        for page_id, rows in pages:
+            if page_id in kept:
+                writer.writerows(rows)
+        return written, sorted(clipped)
+    M._write_clamped = _write_clamped
+    _remember_fetch_order()
+
+
+_FETCH_ORDER: dict = {"ids": []}
+
+
+def _remember_fetch_order():
+    import collection.merge.engine as M
+    original = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        results = list(results)
+        _FETCH_ORDER["ids"] = [r.page_id for r in results]
+        return original(prepared, results, *a, **kw)
+    _replace_everywhere(original, merge)
 
 
 # === end of the faults ====================================================================

@@ -151,7 +151,13 @@ class _Worker:
         previous: list[dict | None] = []
         recipe = data["recipe"]
         runs = data["runs"]
+        if self.mode == "inline":
+            times = compare.TimeBook(compare.parse_instant(DEFAULT_CLOCK_START), virtual=True)
+        else:   # the harness runs on the wall clock: instants lie between now and the comparison
+            times = compare.TimeBook(int(time.time()), virtual=False, now=time.time)
         for n, run in enumerate(runs, 1):
+            times.begin_run(run.get("clock_advance_seconds", 0),
+                            run["expect"].get("clock_slack_seconds", compare.DEFAULT_SLACK_SECONDS))
             recipe = run.get("recipe", recipe)
             message: dict[str, Any] = {"id": case.id, "kind": "runs", "run": n, "of": len(runs), "recipe": recipe}
             for key in ("resync", "deadline_seconds", "action_plan", "clock_advance_seconds"):
@@ -168,7 +174,8 @@ class _Worker:
             result = reply["result"]
             seen = self.server.seen() if self.server else None
             urls = [r["url"] for r in seen] if seen is not None else None
-            diffs = compare.compare_run(run["expect"], result, capabilities=caps, previous=previous, request_urls=urls)
+            diffs = compare.compare_run(run["expect"], result, capabilities=caps, previous=previous, request_urls=urls,
+                                        times=times)
             if seen is not None:
                 diffs.extend(compare.compare_wire({**DEFAULT_WIRE, **run["expect"].get("wire", {})}, seen))
             previous.append(result)

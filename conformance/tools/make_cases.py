@@ -111,14 +111,28 @@ def csv_field(value: str) -> str:
     return value
 
 
-def relation(*pages, reader_columns=("title",)) -> str:
-    """pages: (page_id, url, titles, revision[, body]) → the expected relation text."""
+def fetch_ts(pid: str, revision: int = 1, scope: str = "") -> str:
+    """The placeholder of the instant page `pid` was fetched at for `revision` (the same
+    instant in every run that keeps those rows, D-31)."""
+    return f"{{{{ts:{scope}fetch:{pid}:{revision}}}}}"
+
+
+def disc_ts(pid: str, scope: str = "") -> str:
+    """The placeholder of the instant `pid` was first discovered (kept for good, D-31)."""
+    return f"{{{{ts:{scope}disc:{pid}}}}}"
+
+
+def relation(*pages, reader_columns=("title",), scope="") -> str:
+    """pages: (page_id, url, titles, revision[, body]) → the expected relation text.
+    Timestamps are named placeholders (fetch_ts, disc_ts), compared by value; `scope`
+    separates a case's epochs (a resync discovers every page anew)."""
     lines = [",".join((*reader_columns, PROV))]
     for entry in sorted(pages, key=lambda p: p[0].encode("utf-8")):
         pid, url, titles, revision = entry[:4]
         body = entry[4] if len(entry) > 4 else page_body(*titles)
         for n, t in enumerate(titles, 1):
-            lines.append(",".join(csv_field(x) for x in (t, pid, url)) + f",{TS},{sha(body)},{revision},{TS},{n}")
+            lines.append(",".join(csv_field(x) for x in (t, pid, url))
+                         + f",{fetch_ts(pid, revision, scope)},{sha(body)},{revision},{disc_ts(pid, scope)},{n}")
     return "\n".join(lines) + "\n"
 
 
@@ -994,7 +1008,7 @@ case("merge", "merge-resync", "A resync starts from an empty ledger, rediscovers
      [run([listing(f"{L}?page=1", "a", "b"), ex(f"{L}?page=2", []), page("a", "A1", "A2"), page("b", "B1")],
           ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), BASIC_RELATION, {}, {"count": 4})),
       run([listing(f"{L}?page=1", "a"), ex(f"{L}?page=2", []), page("a", "A1", "A2")],
-          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A1", "A2"])), {"a": fetched(1)},
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A1", "A2"]), scope="resync:"), {"a": fetched(1)},
              {"order": [f"{L}?page=1", f"{L}?page=2", f"{H}/p/a"]}, ledger_pages=["a"]), resync=True)])
 
 # --- coverage -----------------------------------------------------------------------------
@@ -1076,7 +1090,7 @@ case("refusals", "ref-merge-invalid-columns", "A refresh whose Reader pin decode
       run([listing(L, "a"), page("a", "A")], refused("COLLECTION_MERGE_INVALID", {"never": [f"{H}/p/a"]}),
           recipe=recipe(**{"connector.parameters.2.value": '{"columns":[{"name":"heading","pointer":"/title"}],"records":{"pointer":"/rows"}}'})),
       run([listing(L, "a"), page("a", "A")],
-          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"]), reader_columns=("heading",)), {"a": fetched(1)}, {"count": 2}),
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"]), reader_columns=("heading",), scope="resync:"), {"a": fetched(1)}, {"count": 2}),
           resync=True)])
 
 # --- ops ----------------------------------------------------------------------------------
