@@ -2126,12 +2126,22 @@ def _():
 
 @fault("robots-redirect-offsite-allow-all")
 def _():
-    # D-66 reads an off-list robots.txt redirect as disallow all; this fault reads it as allow
-    # all (RFC 9309's "unavailable"). collection's robots fetch does exactly that today (it
-    # predates D-66), so seeding it changes nothing: reported as a survivor with that reason.
     import collection.fetch.fetcher as F
     original = F.Fetcher._fetch_robots
-    F.Fetcher._fetch_robots = lambda self, origin, tally: original(self, origin, tally)
+
+    def _fetch_robots(self, origin, tally):
+        decision = F.redirect_decision
+
+        def unavailable(current, location, allowed, seen, hops):
+            verdict, target, why = decision(current, location, allowed, seen, hops)
+            # an off-list target read as RFC 9309's "unavailable": allow all
+            return ("fail_no_location", target, why) if verdict == "skipped_origin" else (verdict, target, why)
+        F.redirect_decision = unavailable
+        try:
+            return original(self, origin, tally)
+        finally:
+            F.redirect_decision = decision
+    F.Fetcher._fetch_robots = _fetch_robots
 
 
 # --- media types --------------------------------------------------------------------------------

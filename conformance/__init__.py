@@ -12,7 +12,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2          # the newest the runner speaks; v1 harnesses are still driven
+PROTOCOL_VERSIONS = (1, 2)
 HERE = Path(__file__).resolve().parent
 CASES_DIR = HERE / "cases"
 CLAUSES_FILE = HERE / "clauses.json"

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from conformance import PROTOCOL_VERSION, load_schema
+from conformance import PROTOCOL_VERSIONS, load_schema
 
 
 class ProtocolError(Exception):
@@ -49,7 +49,8 @@ def validator(definition: str):
 
 
 def validate(definition: str, message: Any) -> list[str]:
-    return [f"{'/'.join(str(p) for p in e.absolute_path) or '/'}: {e.message[:200]}"
+    # each problem names the offending member by its JSON pointer
+    return [f"at /{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:200]}"
             for e in validator(definition).iter_errors(message)]
 
 
@@ -85,6 +86,7 @@ class Harness:
         self.capabilities: frozenset[str] = frozenset()
         self.configure_message: dict | None = None
         self.restarts = 0
+        self.version = 1
         self.stderr_tail: collections.deque = collections.deque(maxlen=40)
         self._pumps: list[threading.Thread] = []
 
@@ -212,7 +214,9 @@ class Harness:
         self.kill()
         self._spawn()
         self.seq = 0
-        started = self._exchange({"cmd": "start", "version": PROTOCOL_VERSION}, "started", self.start_timeout)
+        started = self._exchange({"cmd": "start", "version": 1, "versions": list(PROTOCOL_VERSIONS)}, "started",
+                                  self.start_timeout)
+        self.version = started["version"]
         self.implementation = started["implementation"]
         self.capabilities = frozenset(self.implementation.get("capabilities", ()))
         self.configure_message = configure
@@ -238,6 +242,12 @@ class Harness:
             problems = _result_shape(case, reply["result"])
             if problems:
                 raise ProtocolError("invalid", problems)
+            if self.version >= 2 and isinstance(reply["result"].get("ledger"), list):
+                for index, row in enumerate(reply["result"]["ledger"]):
+                    bad = validate("ledger_row_v2", row)
+                    if bad:
+                        raise ProtocolError("invalid", f"protocol v2 ledger row /result/ledger/{index} "
+                                                       f"({row.get('page_id')!r}) breaks the schema: {'; '.join(bad[:3])}")
         return reply
 
     def stop(self) -> None:

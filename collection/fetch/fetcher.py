@@ -605,6 +605,10 @@ class Fetcher:
                 location = response.header("Location")
                 response.close()
                 verdict, target, _ = redirect_decision(current, location, robots_allowed, seen, 0)
+                if verdict == "skipped_origin":
+                    # D-66: following it would leave the allowlist, ignoring it would read
+                    # "allow all": robots.txt is unreachable for this origin, disallow all
+                    return R.robots_policy_for_response(None, b"", False)
                 if verdict != "follow":
                     # RFC 9309 2.3.1.2: a robots.txt that cannot be reached by redirects is
                     # "unavailable", i.e. allow all.

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         message = json.loads(line)
         cmd = message["cmd"]
         if cmd == "start":
-            say({"ready": True, "version": 2 if fault == "bad-start" else 1,
+            say({"ready": True, "version": 3 if fault == "bad-start" else 1,
                  "implementation": {"name": "fake", "version": "0", "language": "python",
                                     "capabilities": ["inline", "loopback", "registration", "runs"]}})
         elif cmd == "configure":

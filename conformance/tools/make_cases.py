@@ -792,6 +792,16 @@ case("urls", "url-redirect-within", "A redirect inside the allowlist is followed
           ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"], body=page_body("A"))), {"a": fetched()},
              {"order": [L, f"{H}/p/a", f"{H}/p/a/"]}))])
 
+EXPLICIT_AB = {"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"},
+                                                                     {"page_id": "b", "url": f"{H}/p/b"}]}}
+case("fetch", "fetch-robots-redirect-off-allowlist", "D-66: robots.txt redirecting outside allowed_origins is not followed and means disallow all: every page of that origin fails robots_disallowed unrequested.",
+     ["D-66", "D-58", "D-48"], recipe(**EXPLICIT_AB, **{"limits.max_requests": 200}),
+     [run([ex(f"{H}/robots.txt", "", status=301, ctype=None, headers=[("Location", "https://example.com/robots.txt")]),
+           ex("https://example.com/robots.txt", "User-agent: *\nAllow: /\n", ctype="text/plain"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, discovery_requests=0, failed_this_run=2, failed=2, complete=False), relation(),
+             {"a": failed("robots_disallowed"), "b": failed("robots_disallowed")},
+             {"count": 0, "never": ["https://example.com/robots.txt", f"{H}/p/a", f"{H}/p/b"]}))])
+
 # --- fetch --------------------------------------------------------------------------------
 case("fetch", "fetch-budget-exact-sum-redirect", "limits.max_requests equal to the registration sum runs out when a page redirects: budget_exhausted max_requests, the run still succeeds.",
      ["FETCH-05", "FETCH-06", "FETCH-09", "FETCH-10", "COV-01", "COV-02", "REF-14", "REG-34", "OPS-09", "D-05"],
