@@ -729,6 +729,48 @@ case("pagination", "pag-empty-first-page", "An empty first page is a natural sto
      recipe(**PP),
      [run([ex(f"{L}?page=1", [])], ok(cov(), relation(), {}, {"count": 1}, ledger_pages=[]))])
 
+API = f"{H}/api/v2/list"
+case("pagination", "pag-link-header-rels", "link_header reads rel case-insensitively, as one of several space-separated types, quoted or not; it takes the entry whose rel is next (not the first entry) and resolves it against the listing it came from.",
+     ["PAG-09", "URL-01", "D-24"], recipe(**LH, **{"collection.discovery.url": API}),
+     [run([listing(API, "a", headers=[("Link", '</api/v2/first>; rel="first", <list2>; rel=NEXT')]),
+           listing(f"{H}/api/v2/list2", "b", headers=[("Link", '<list3>; rel="last next"')]),
+           listing(f"{H}/api/v2/list3", "c", headers=[("Link", "<list4>; rel=next")]),
+           listing(f"{H}/api/v2/list4", "d"), listing(f"{H}/api/v2/first", "z"), listing(f"{H}/list2", "y"),
+           page("a", "A"), page("b", "B"), page("c", "C"), page("d", "D")],
+          ok(cov(discovered=4, known=4, fetched_this_run=4, discovery_requests=4),
+             relation(*(P(x, [x.upper()]) for x in "abcd")), {},
+             {"order": [API, f"{H}/api/v2/list2", f"{H}/api/v2/list3", f"{H}/api/v2/list4"] + [f"{H}/p/{x}" for x in "abcd"]}))])
+
+case("pagination", "pag-next-off-allowlist", "A next address outside allowed_origins is never requested: discovery stops there, incomplete, and names it (D-24); the pages already listed are fetched.",
+     ["D-24", "COV-07", "URL-10"], recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '<https://other.example.org/list2>; rel="next"')]),
+           listing("https://other.example.org/list2", "b"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_complete=False,
+                 discovery_failure="https://other.example.org/list2", complete=False),
+             relation(P("a", ["A"])), {"a": fetched()}, {"order": [L, f"{H}/p/a"], "never": ["https://other.example.org/list2"]}))])
+
+case("pagination", "pag-cursor-unusable-tokens", "cursor: an empty-string or null token on a non-empty page is no token: discovery stops complete, without a request for it.",
+     ["PAG-12", "D-23"], recipe(**CUR),
+     [run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": ""}), ex(f"{L}?cursor=", {"items": [{"id": "z", "link": "/p/z"}]}), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {}, {"order": [L, f"{H}/p/a"]})),
+      run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": None}), ex(f"{L}?cursor=null", {"items": [{"id": "z", "link": "/p/z"}]})],
+          ok(cov(discovered=1, known=1), None, {}, {"order": [L]}, relation_same_as_run=1))])
+
+case("pagination", "pag-ceiling-counts-retries", "A listing retry counts against discovery.max_requests (D-05): with a ceiling of 2, a listing answered 503 then 200 leaves no request for page 2.",
+     ["D-05", "PAG-17", "COV-05"], recipe(**PP, **{"collection.discovery.max_requests": 2, "collection.pages.retries": 1}),
+     [run([seq(f"{L}?page=1", ex(f"{L}?page=1", "", status=503, ctype="text/plain"), listing(f"{L}?page=1", "a")),
+           listing(f"{L}?page=2", "b"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2, discovery_complete=False, complete=False),
+             relation(P("a", ["A"])), {"a": fetched()}, {"order": [f"{L}?page=1", f"{L}?page=1", f"{H}/p/a"], "never": [f"{L}?page=2"]},
+             clock_slack_seconds=3600))])
+
+case("discovery", "disc-duplicates-counted-per-occurrence", "duplicates_dropped counts every dropped occurrence: an id listed three times drops two.",
+     ["COV-08", "DISC-34"], recipe(),
+     [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "a", "link": "/p/a2"}, {"id": "a", "link": "/p/a3"}, {"id": "b", "link": "/p/b"}]),
+           page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, duplicates_dropped=2), relation(P("a", ["A"]), P("b", ["B"])), {},
+             {"count": 3}))])
+
 # --- urls ---------------------------------------------------------------------------------
 NOID = {"collection.discovery.identity": DELETE}
 case("urls", "url-canonical-form", "Links are resolved against the listing and canonicalised: scheme and host lowercased, fragment and :443 dropped, dot segments removed; path case, trailing slash and query order kept.",
@@ -801,6 +843,74 @@ case("fetch", "fetch-robots-redirect-off-allowlist", "D-66: robots.txt redirecti
           ok(cov(discovered=2, known=2, discovery_requests=0, failed_this_run=2, failed=2, complete=False), relation(),
              {"a": failed("robots_disallowed"), "b": failed("robots_disallowed")},
              {"count": 0, "never": ["https://example.com/robots.txt", f"{H}/p/a", f"{H}/p/b"]}))])
+
+def explicit(*paths, **extra) -> dict:
+    """A recipe whose explicit members are H + path, page_id the path's last segment(s)."""
+    members = [{"page_id": pid, "url": f"{H}{path}"} for pid, path in paths]
+    return recipe(**{"collection.discovery": {"kind": "explicit", "members": members}, "limits.max_requests": 200}, **extra)
+
+
+ROBOTS_MATCH = """User-agent: conformancebot
+Allow: /
+Disallow: /d
+Allow: /d/long
+Allow: /t
+Disallow: /t
+Disallow: /q?x=1
+Disallow: /end$
+Disallow: /w*z
+Disallow: /café
+
+User-agent: *
+Disallow: /s
+
+User-agent: ConformanceBot
+Disallow:
+Disallow: /second
+"""
+ROBOT_PAGES = [("d-short", "/d/short", False), ("d-long", "/d/long/x", True), ("t", "/t", True), ("q", "/q?x=1", False),
+               ("q2", "/q?x=2", True), ("end", "/end", False), ("endless", "/endless", True), ("wz", "/wxyz", False),
+               ("cafe", "/caf%C3%A9", False), ("s", "/s", True), ("second", "/second", False)]
+case("fetch", "fetch-robots-matching", "RFC 9309 matching for the fetcher's token: the longest rule wins and allow wins a tie, the query is part of the path, $ anchors and * matches any run, rules compare percent-encoded, groups naming the token (case-insensitively) merge and replace *, an empty Disallow allows.",
+     ["FETCH-22", "FETCH-23", "D-57"], explicit(*((pid, path) for pid, path, _ in ROBOT_PAGES)),
+     [run([ex(f"{H}/robots.txt", ROBOTS_MATCH, ctype="text/plain")] + [page(f"{H}{path}", pid.upper()) for pid, path, ok_ in ROBOT_PAGES if ok_],
+          ok(cov(discovered=len(ROBOT_PAGES), known=len(ROBOT_PAGES), discovery_requests=0,
+                 fetched_this_run=sum(1 for *_, ok_ in ROBOT_PAGES if ok_), failed_this_run=sum(1 for *_, ok_ in ROBOT_PAGES if not ok_),
+                 failed=sum(1 for *_, ok_ in ROBOT_PAGES if not ok_), complete=False),
+             relation(*(P(pid, [pid.upper()], url=f"{H}{path}") for pid, path, ok_ in ROBOT_PAGES if ok_)),
+             {pid: (fetched() if ok_ else failed("robots_disallowed")) for pid, path, ok_ in ROBOT_PAGES},
+             {"count": sum(1 for *_, ok_ in ROBOT_PAGES if ok_), "never": [f"{H}{path}" for _, path, ok_ in ROBOT_PAGES if not ok_],
+              "robots": {H: 1}}))])
+
+LATE = "User-agent: *\n" + "".join(f"# padding line {i:05d} so that the rule below sits past 64 KiB\n" for i in range(1400)) + "Disallow: /p/late\n"
+case("fetch", "fetch-robots-large", "robots.txt is parsed to at least 500 KiB: a rule past the first 64 KiB still applies.", ["D-58", "FETCH-22"],
+     explicit(("a", "/p/a"), ("late", "/p/late")),
+     [run([ex(f"{H}/robots.txt", LATE, ctype="text/plain"), page("a", "A"), page(f"{H}/p/late", "L")],
+          ok(cov(discovered=2, known=2, discovery_requests=0, fetched_this_run=1, failed_this_run=1, failed=1, complete=False),
+             relation(P("a", ["A"])), {"a": fetched(), "late": failed("robots_disallowed")}, {"count": 1, "never": [f"{H}/p/late"]}))])
+
+case("fetch", "fetch-robots-truncated", "A robots.txt body cut short (the connection drops) means disallow all for the run, whatever was read.",
+     ["D-58", "FETCH-22"], explicit(("a", "/p/a")),
+     [run([ex(f"{H}/robots.txt", "User-agent: *\nAllow: /\n# " + "x" * 200 + "\n", ctype="text/plain", drop_connection=30), page("a", "A")],
+          ok(cov(discovered=1, known=1, discovery_requests=0, failed_this_run=1, failed=1, complete=False), relation(),
+             {"a": failed("robots_disallowed")}, {"count": 0, "never": [f"{H}/p/a"]}))])
+
+case("fetch", "fetch-robots-redirects", "robots.txt redirects within the allowlist are followed (up to five hops) and the target's rules apply.",
+     ["D-58", "FETCH-22"], explicit(("a", "/p/a"), ("b", "/p/b")),
+     [run([ex(f"{H}/robots.txt", "", status=301, ctype=None, headers=[("Location", "/r1.txt")]),
+           ex(f"{H}/r1.txt", "", status=302, ctype=None, headers=[("Location", "/r2.txt")]),
+           ex(f"{H}/r2.txt", "User-agent: *\nDisallow: /p/b\n", ctype="text/plain"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, discovery_requests=0, fetched_this_run=1, failed_this_run=1, failed=1, complete=False),
+             relation(P("a", ["A"])), {"a": fetched(), "b": failed("robots_disallowed")}, {"include": [f"{H}/p/a"], "never": [f"{H}/p/b"]}))])
+
+HOPS = [ex(f"{H}/robots.txt", "", status=301, ctype=None, headers=[("Location", "/h1.txt")])] + \
+    [ex(f"{H}/h{i}.txt", "", status=301, ctype=None, headers=[("Location", f"/h{i + 1}.txt")]) for i in range(1, 6)] + \
+    [ex(f"{H}/h6.txt", "User-agent: *\nDisallow: /\n", ctype="text/plain")]
+case("fetch", "fetch-robots-too-many-redirects", "A robots.txt that needs more than five redirects is unavailable: allow all (RFC 9309 2.3.1.2, D-58).",
+     ["D-58"], explicit(("a", "/p/a")),
+     [run(HOPS + [page("a", "A")],
+          ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
+             {"include": [f"{H}/p/a"], "never": [f"{H}/h6.txt"]}))])
 
 # --- fetch --------------------------------------------------------------------------------
 case("fetch", "fetch-budget-exact-sum-redirect", "limits.max_requests equal to the registration sum runs out when a page redirects: budget_exhausted max_requests, the run still succeeds.",
