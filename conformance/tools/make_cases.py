@@ -1051,6 +1051,109 @@ case("merge", "merge-idle-refresh-unchanged", "Refetched pages with the ledger's
       run(EX2, ok(cov(discovered=2, known=2), None, {}, {"count": 1}, relation_same_as_run=1), clock_advance_seconds=1800)],
      modes=["inline"], requires=["clock_advance"])
 
+def ts(name: str) -> str:
+    return f"{{{{ts:{name}}}}}"
+
+
+case("merge", "merge-ledger-times", "Ledger times by value (protocol v2): discovered_at is kept for good, last_seen_at moves with every discovery that lists the page and only then, last_fetched_at moves with every successful fetch (D-32) while page_fetched_at stays (D-31); a page is fetched after it was discovered, and pages of one host min_interval_seconds apart.",
+     ["D-31", "D-32", "PROV-07", "PROV-09", "MERGE-13", "MERGE-25", "FETCH-19"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION,
+                  {"a": {"discovered_at": ts("disc:a"), "last_seen_at": ts("seen:a:1"), "last_fetched_at": ts("lf:a:1"), "failed_at": None},
+                   "b": {"discovered_at": ts("disc:b"), "last_seen_at": ts("seen:b:1"), "last_fetched_at": ts("lf:b:1")}},
+                  {"count": 3}, time_order=[["disc:a", 0.001, "fetch:a:1"], ["disc:b", 0.001, "fetch:b:1"], ["fetch:a:1", 1, "fetch:b:1"]])),
+      run([listing(L, "a"), page("a", "A1", "A2"), page("b", "B1")],
+          ok(cov(discovered=1, known=2, fetched_this_run=2, unchanged=2), None,
+             {"a": {"discovered_at": ts("disc:a"), "last_seen_at": ts("seen:a:2"), "last_fetched_at": ts("lf:a:2")},
+              "b": {"discovered_at": ts("disc:b"), "last_seen_at": ts("seen:b:1"), "last_fetched_at": ts("lf:b:2")}},
+             {"count": 3}, relation_same_as_run=1,
+             time_order=[["seen:a:1", 3601, "seen:a:2"], ["lf:a:1", 3601, "lf:a:2"], ["lf:b:1", 3601, "lf:b:2"]]),
+          clock_advance_seconds=3601)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-ledger-digests", "Ledger digests (protocol v2): a change records the old digest as previous_content_sha256; an unchanged refetch leaves both alone; the hint discovery lists is recorded even when the page is not fetched.",
+     ["MERGE-18", "MERGE-13", "MERGE-06", "D-30"], recipe(**{"collection.discovery.revision": {"pointer": "/modified"}}),
+     [run([listing(L, ("a", "/p/a", {"modified": "m1"})), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A1"])),
+             {"a": {"content_sha256": sha(page_body("A1")), "previous_content_sha256": None, "revision_hint": "m1"}}, {"count": 2})),
+      run([listing(L, ("a", "/p/a", {"modified": "m2"}))],
+          ok(cov(discovered=1, known=1), None, {"a": {"revision_hint": "m2", "content_sha256": sha(page_body("A1"))}},
+             {"count": 1}, relation_same_as_run=1)),
+      run([listing(L, ("a", "/p/a", {"modified": "m2"})), page("a", "A2")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, changed=1), relation(P("a", ["A2"], 2)),
+             {"a": {"content_sha256": sha(page_body("A2")), "previous_content_sha256": sha(page_body("A1")), "revision": 2}},
+             {"count": 2}, corrections=["a"]), recipe=recipe(**RH)),
+      run([listing(L, ("a", "/p/a", {"modified": "m3"})), page("a", "A2")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, unchanged=1), None,
+             {"a": {"content_sha256": sha(page_body("A2")), "previous_content_sha256": sha(page_body("A1")), "revision": 2,
+                    "revision_hint": "m3"}},
+             {"count": 2}, relation_same_as_run=3, corrections=[]), recipe=recipe(**RH)),
+      run([listing(L, ("a", "/p/a", {"modified": "m3"}))],
+          ok(cov(discovered=1, known=1), None, {"a": {"revision": 2}}, {"order": [L]}, relation_same_as_run=3), recipe=recipe(**RH))])
+
+case("merge", "merge-failure-facts", "A failed refetch (protocol v2) records failure_code, its liveness class (D-62) and failed_at, and keeps the rows: 404 gone, 503 after retries error, a robots disallow blocked; none of them deletes rows.",
+     ["MERGE-20", "MERGE-23", "MERGE-24", "D-53", "D-62", "D-48"], recipe(**IV, **{"collection.pages.retries": 1}),
+     [run([listing(L, "a", "b", "c"), page("a", "A"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3), relation(P("a", ["A"]), P("b", ["B"]), P("c", ["C"])), {}, {"count": 4})),
+      run([ex(f"{H}/robots.txt", "User-agent: *\nDisallow: /p/c\n", ctype="text/plain"), listing(L, "a", "b", "c"),
+           ex(f"{H}/p/a", "", status=404, ctype="text/plain"), ex(f"{H}/p/b", "", status=503, ctype="text/plain")],
+          ok(cov(discovered=3, known=3, failed_this_run=3, failed=3, complete=False), None,
+             {"a": {**failed("http_status_404", 1), "failure_class": "gone", "failed_at": ts("failed:a")},
+              "b": {**failed("http_status_503", 1), "failure_class": "error", "failed_at": ts("failed:b")},
+              "c": {**failed("robots_disallowed", 1), "failure_class": "blocked", "failed_at": ts("failed:c")}},
+             {"never": [f"{H}/p/c"], "max_per_url": 2}, relation_same_as_run=1, clock_slack_seconds=3600), clock_advance_seconds=3601)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-replace-exact-page", "A changed page replaces exactly its own rows: pages whose ids start with its id keep theirs; a shorter new version leaves no old rows behind.",
+     ["MERGE-16", "MERGE-27"], recipe(**RH),
+     [run([listing(L, ("1", "/p/1", {"modified": "m1"}), ("10", "/p/10", {"modified": "m1"})), page("1", "X1", "X2", "X3"), page("10", "T")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("1", ["X1", "X2", "X3"]), P("10", ["T"])), {}, {"count": 3})),
+      run([listing(L, ("1", "/p/1", {"modified": "m2"}), ("10", "/p/10", {"modified": "m1"})), page("1", "Y1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, changed=1), relation(P("1", ["Y1"], 2), P("10", ["T"])),
+             {"1": fetched(2)}, {"order": [L, f"{H}/p/1"]}, corrections=["1"]))])
+
+case("merge", "merge-column-mismatch-keeps-rows", "A refetch decoding to other columns than the pin's fails column_mismatch and keeps the page's previous rows (D-12).",
+     ["MERGE-22", "MERGE-24", "D-12"], recipe(**RH, **{"connector.parameters.2.value": '{"columns":[{"name":"title","pointer":"/title"}],"records":{"pointer":"/rows"}}'}),
+     [run([listing(L, ("a", "/p/a", {"modified": "m1"}))] + [page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {}, {"count": 2})),
+      run([listing(L, ("a", "/p/a", {"modified": "m2"})), ex(f"{H}/p/a", '{"rows":[{"title":"A2"}]}', ctype="application/json")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, changed=1), relation(P("a", ["A2"], 2, body='{"rows":[{"title":"A2"}]}')),
+             {"a": fetched(2)}, {"count": 2}, corrections=["a"]))])
+
+case("merge", "merge-never-retries-failed", "Under revisit never a failed page is still retried on a later run (MERGE-28 names only fetched pages).",
+     ["MERGE-28", "MERGE-09"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=404, ctype="text/plain")],
+          ok(cov(discovered=1, known=1, failed_this_run=1, failed=1, complete=False), relation(), {"a": failed("http_status_404")}, {"count": 2})),
+      run([listing(L, "a"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"order": [L, f"{H}/p/a"]}))])
+
+case("merge", "merge-unlisted-still-retried", "A failed page discovery no longer lists is still retried (D-34: absence never deletes).",
+     ["D-34", "MERGE-25"], recipe(),
+     [run([listing(L, "a", "b"), page("a", "A"), ex(f"{H}/p/b", "", status=503, ctype="text/plain")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed_this_run=1, failed=1, complete=False), relation(P("a", ["A"])),
+             {"b": failed("http_status_503")}, {"count": 3})),
+      run([listing(L, "a"), page("b", "B")],
+          ok(cov(discovered=1, known=2, fetched_this_run=1), relation(P("a", ["A"]), P("b", ["B"])), {"b": fetched()},
+             {"order": [L, f"{H}/p/b"]}))])
+
+case("merge", "merge-failed-total-not-this-run", "failed counts the ledger's failed pages, not only this run's failures: a failed page left untried stays counted.",
+     ["COV-13", "D-16"], recipe(**{"collection.pages.max_fetches_per_run": 1}),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=404, ctype="text/plain")],
+          ok(cov(discovered=1, known=1, failed_this_run=1, failed=1, complete=False), relation(), {"a": failed("http_status_404")}, {"count": 2})),
+      run([listing(L, "a", "b"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed=1, budget_exhausted="max_fetches_per_run", complete=False),
+             relation(P("b", ["B"])), {"a": failed("http_status_404")}, {"order": [L, f"{H}/p/b"]}))])
+
+case("merge", "merge-revisit-orders", "Revisits follow the work order: revision_hint revisits in discovery order (not page_id order); under interval a moved hint alone does not make a page due; a hint that compares equal as an instant but differs as text is a move (D-33).",
+     ["D-51", "D-33", "MERGE-29", "MERGE-30"], recipe(**RH),
+     [run([listing(L, ("b", "/p/b", {"modified": "2024-01-01T00:00:00Z"}), ("a", "/p/a", {"modified": "1"})), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A"]), P("b", ["B"])), {}, {"order": [L, f"{H}/p/b", f"{H}/p/a"]})),
+      run([listing(L, ("b", "/p/b", {"modified": "2024-01-01T00:00:00+00:00"}), ("a", "/p/a", {"modified": "2"})), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, unchanged=2), None, {}, {"order": [L, f"{H}/p/b", f"{H}/p/a"]},
+             relation_same_as_run=1)),
+      run([listing(L, ("b", "/p/b", {"modified": "x"}), ("a", "/p/a", {"modified": "y"}))],
+          ok(cov(discovered=2, known=2), None, {}, {"order": [L]}, relation_same_as_run=1),
+          recipe=recipe(**{"collection.discovery.revision": {"pointer": "/modified"}, **IV}))])
+
 case("merge", "merge-interval-boundary", "D-63: a page fetched less than `seconds` ago is not yet due (run 2 advances the clock by seconds - 30: the specification does not fix how much virtual time politeness adds, so the exact instant is pinned by the unit test merge_30); past `seconds` it is.",
      ["MERGE-30", "D-63"], recipe(**IV),
      [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
