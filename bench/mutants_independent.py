@@ -1721,12 +1721,17 @@ def _():
 
 @fault("url-redirect-to-http-followed")
 def _():
+    from collection.urls import UrlError, canonicalise, unreachable_reason
+
     def follow(original, current, location, allowed, seen, hops):
         verdict, target, why = original(current, location, allowed, seen, hops)
         if verdict == "skipped_origin" and target and target.startswith("http://"):
-            https = "https://" + target[len("http://"):]
-            if original(current, https, allowed, seen, hops)[0] == "follow":
-                return "follow", target, ""
+            try:
+                https = "https://" + canonicalise(target)[len("http://"):]
+            except UrlError:
+                return verdict, target, why
+            if unreachable_reason(https, frozenset(allowed)) is None:
+                return "follow", target, ""      # the scheme is not checked: the http address is requested
         return verdict, target, why
     _redirect(follow)
 

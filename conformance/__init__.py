@@ -14,6 +14,12 @@ from pathlib import Path
 
 PROTOCOL_VERSION = 2          # the newest the runner speaks; v1 harnesses are still driven
 PROTOCOL_VERSIONS = (1, 2)
+# Capabilities (JSON-Schema-Test-Suite's `optional/`, as a property of each case): a case
+# needing only required capabilities must run; one that also needs an optional capability
+# may be skipped by a harness that does not announce it. A run that skips a required case
+# is not green.
+REQUIRED_CAPABILITIES = ("registration", "runs", "inline", "loopback")   # the mode's own one only
+OPTIONAL_CAPABILITIES = ("codes:collection-v1", "clock_advance", "deadline", "action_plan", "virtual_clock")
 HERE = Path(__file__).resolve().parent
 CASES_DIR = HERE / "cases"
 CLAUSES_FILE = HERE / "clauses.json"

@@ -250,12 +250,31 @@ class Harness:
                                                        f"({row.get('page_id')!r}) breaks the schema: {'; '.join(bad[:3])}")
         return reply
 
+    def stray_output(self) -> list[str]:
+        """Lines the harness wrote that no command asked for (drained now)."""
+        stray: list[str] = []
+        ended = False
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                ended = True
+                continue
+            stray.append(line.decode("utf-8", "replace").rstrip("\n") if isinstance(line, bytes) else str(line))
+        if ended:
+            self.lines.put(None)
+        return stray
+
     def stop(self) -> None:
         if self.proc is None:
             return
         try:
             self._send({"cmd": "stop"})
             self.proc.wait(timeout=5)
+            if self._pumps:
+                self._pumps[0].join(timeout=1)
         except (ProtocolError, subprocess.TimeoutExpired):
             pass
         self.kill()

@@ -912,6 +912,51 @@ case("fetch", "fetch-robots-too-many-redirects", "A robots.txt that needs more t
           ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
              {"include": [f"{H}/p/a"], "never": [f"{H}/h6.txt"]}))])
 
+OFFLIST = ["https://b.example.com/x/../y", "https://b.example.com/p/%7euser", "https://b.example.com",
+           "https://bücher.example.com/x", "https://www.example.com./p/t"]
+case("urls", "url-canonical-details", "D-54: dot segments go even in absolute links, IDN hosts become lowercase punycode, and nothing else changes (percent-encoding case, an empty path); a trailing-dot host is not the allowed host. Page ids show the canonical form.",
+     ["D-54", "URL-01", "URL-10", "URL-18", "DISC-10"], recipe(**NOID),
+     [run([ex(L, [{"link": "https://www.example.com/x/../p/dot"}] + [{"link": u} for u in OFFLIST]), page(f"{H}/p/dot", "D")],
+          ok(cov(discovered=6, known=6, fetched_this_run=1, skipped=5), relation(P(f"{H}/p/dot", ["D"], url=f"{H}/p/dot")),
+             {f"{H}/p/dot": fetched(), "https://b.example.com/y": skipped(), "https://b.example.com/p/%7euser": skipped(),
+              "https://b.example.com": skipped(), "https://xn--bcher-kva.example.com/x": skipped(),
+              "https://www.example.com./p/t": skipped()},
+             {"count": 2, "never": ["https://www.example.com./p/t", "https://www.example.com/p/t"]},
+             ledger_pages=[f"{H}/p/dot", "https://b.example.com/y", "https://b.example.com/p/%7euser", "https://b.example.com",
+                           "https://xn--bcher-kva.example.com/x", "https://www.example.com./p/t"]))])
+
+case("urls", "url-relative-to-its-listing", "A relative link resolves against the listing it appeared on, not the discovery address; a relative Location against the address that answered it.",
+     ["URL-01", "D-25"], recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '</sub/list2>; rel="next"')]), ex(f"{H}/sub/list2", [{"id": "z", "link": "p/z"}]),
+           ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", "a2")]), page(f"{H}/p/a2", "A"), page(f"{H}/sub/p/z", "Z")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2),
+             relation(P("a", ["A"]), P("z", ["Z"], url=f"{H}/sub/p/z")), {},
+             {"order": [L, f"{H}/sub/list2", f"{H}/p/a", f"{H}/p/a2", f"{H}/sub/p/z"]}))])
+
+case("urls", "url-skipped-recheck-listed", "D-65: a page skipped because its own link was off the allowlist is re-checked by that link: allowing its origin makes it pending and fetched.",
+     ["D-65", "D-34", "URL-10"], recipe(),
+     [run([listing(L, ("o", "https://other.example.org/p/o"))],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"o": skipped()}, {"count": 1})),
+      run([listing(L, ("o", "https://other.example.org/p/o")), page("https://other.example.org/p/o", "O")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("o", ["O"], url="https://other.example.org/p/o")), {"o": fetched()},
+             {"order": [L, "https://other.example.org/p/o"]}),
+          recipe=recipe(**{"collection.pages.allowed_origins": [H, "https://other.example.org"]}))])
+
+case("urls", "url-skipped-relisted-elsewhere", "D-65: a page skipped by its redirect becomes pending when discovery lists it under a different canonical URL.",
+     ["D-65", "D-26"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", "https://other.example.org/moved/a")])],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped("https://other.example.org/moved/a")}, {"count": 2})),
+      run([listing(L, ("a", "/p/a-new")), page(f"{H}/p/a-new", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"], url=f"{H}/p/a-new")), {"a": fetched()},
+             {"order": [L, f"{H}/p/a-new"]}))])
+
+case("fetch", "fetch-media-types", "Detail pages: json.tabular takes every JSON media type of its set (application/ld+json here, parameters and case ignored); a page without Content-Type is refused media_type_refused unread.",
+     ["D-37", "READ-06", "D-45"], recipe(),
+     [run([listing(L, "a", "b", "c"), page("a", "A", ctype="application/ld+json"), page("b", "B", ctype="Application/JSON; charset=utf-8"),
+           page("c", "C", ctype=None)],
+          ok(cov(discovered=3, known=3, fetched_this_run=2, failed_this_run=1, failed=1, complete=False),
+             relation(P("a", ["A"]), P("b", ["B"])), {"c": failed("media_type_refused")}, {"count": 4}))])
+
 # --- fetch --------------------------------------------------------------------------------
 case("fetch", "fetch-budget-exact-sum-redirect", "limits.max_requests equal to the registration sum runs out when a page redirects: budget_exhausted max_requests, the run still succeeds.",
      ["FETCH-05", "FETCH-06", "FETCH-09", "FETCH-10", "COV-01", "COV-02", "REF-14", "REG-34", "OPS-09", "D-05"],
