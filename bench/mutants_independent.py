@@ -2466,8 +2466,11 @@ def _():
 @fault("merge-revision-hint-not-refreshed")
 def _():
     from dataclasses import replace
-    _ledger_post(lambda row, old, res: replace(row, revision_hint=old.revision_hint)
-                 if old is not None and (res is None or res.outcome != "fetched") else row)
+    _remember_ledger()
+    _merge_post(lambda r, p, rs: replace(r, ledger={
+        pid: replace(row, revision_hint=_LEDGER_BEFORE["rows"][pid].revision_hint)
+        if pid in _LEDGER_BEFORE.get("rows", {}) and not any(x.page_id == pid and x.outcome == "fetched" for x in rs) else row
+        for pid, row in r.ledger.items()}))
 
 
 @fault("merge-changed-revision-not-incremented")
@@ -2956,6 +2959,770 @@ def _remember_fetch_order():
         _FETCH_ORDER["ids"] = [r.page_id for r in results]
         return original(prepared, results, *a, **kw)
     _replace_everywhere(original, merge)
+
+
+
+# --- budgets: fetches, pages, retries, hops ---------------------------------------------------
+def _planner():
+    import collection.merge.planner as planner
+    return planner
+
+
+def _planner_cap(fn):
+    P = _planner()
+    original = P.Planner.__init__
+
+    def __init__(self, ledger, *, max_fetches_per_run, **kw):
+        original(self, ledger, max_fetches_per_run=max(1, max_fetches_per_run), **kw)
+        self._max_fetches = fn(max_fetches_per_run)
+        _RECIPE["max_fetches"] = max_fetches_per_run
+    P.Planner.__init__ = __init__
+
+
+@fault("budget-fetches-minus-one")
+def _():
+    _planner_cap(lambda cap: cap - 1)
+
+
+@fault("budget-fetches-plus-one")
+def _():
+    _planner_cap(lambda cap: cap + 1)
+
+
+@fault("budget-fetches-counts-failed")
+def _():
+    P = _planner()
+    original = P.Planner.report
+
+    def report(self, result):
+        original(self, result)
+        if result.outcome != "fetched":
+            self.fetched += 1
+    P.Planner.report = report
+
+
+@fault("budget-fetches-excludes-unchanged")
+def _():
+    P = _planner()
+    init, report = P.Planner.__init__, P.Planner.report
+
+    def __init__(self, ledger, **kw):
+        init(self, ledger, **kw)
+        self._digests = {pid: row.content_sha256 for pid, row in ledger.items()}
+
+    def report_(self, result):
+        report(self, result)
+        if result.outcome == "fetched" and result.content_sha256 and self._digests.get(result.page_id) == result.content_sha256:
+            self.fetched -= 1
+    P.Planner.__init__ = __init__
+    P.Planner.report = report_
+
+
+@fault("coverage-budget-named-when-exactly-fits")
+def _():
+    _planner_cap(lambda cap: cap)
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, budget_exhausted="max_fetches_per_run"))
+                if r.coverage.budget_exhausted is None and r.coverage.fetched_this_run >= _RECIPE.get("max_fetches", 10 ** 9) else r)
+
+
+def _max_pages(fn):
+    """fn(max_pages, ledger, discovery) -> the cap prepare and discovery use."""
+    import collection.merge.engine as M
+    import collection.discover.driver as D
+    original = M.prepare
+
+    def prepare(ledger, discovery, relation_rows, *, max_pages, **kw):
+        _RECIPE["max_pages"] = max_pages
+        return original(ledger, discovery, relation_rows, max_pages=fn(max_pages, ledger, discovery), **kw)
+    _replace_everywhere(original, prepare)
+    start = D.start
+
+    def start_(config, allowed_origins, *, max_pages=None):
+        return start(config, allowed_origins, max_pages=None if max_pages is None else fn(max_pages, {}, None))
+    _replace_everywhere(start, start_)
+
+
+@fault("budget-max-pages-minus-one")
+def _():
+    _max_pages(lambda cap, ledger, discovery: cap - 1)
+
+
+@fault("budget-max-pages-plus-one")
+def _():
+    _max_pages(lambda cap, ledger, discovery: cap + 1)
+
+
+@fault("budget-max-pages-this-run")
+def _():
+    def this_run(cap, ledger, discovery):
+        if discovery is None:
+            return cap
+        listed = {p.page_id for p in discovery.pages}
+        return cap + sum(1 for pid in ledger if pid not in listed)
+    _max_pages(this_run)
+
+
+@fault("budget-max-pages-not-reported")
+def _():
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, budget_exhausted=None)) if r.coverage.budget_exhausted == "max_pages" else r)
+
+
+@fault("budget-max-pages-reported-when-exact")
+def _():
+    _max_pages(lambda cap, ledger, discovery: cap)
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, budget_exhausted="max_pages"))
+                if r.coverage.budget_exhausted is None and r.coverage.known == _RECIPE.get("max_pages") else r)
+
+
+@fault("budget-deadline-not-reported")
+def _():
+    _merge_post(lambda r, p, rs: _recomplete(_cov(r, budget_exhausted=None)) if r.coverage.budget_exhausted == "deadline" else r)
+
+
+@fault("budget-exhausted-exit-nonzero")
+def _():
+    import collection.run.loop as L
+    from collection.recipe.refusal import RefusedError, Refusal
+    original = L.execute
+
+    def execute(*a, **kw):
+        record = original(*a, **kw)
+        if record.get("coverage", {}).get("budget_exhausted"):
+            raise RefusedError(Refusal("BUDGET_EXHAUSTED", "/limits", "a budget ended the run", "seeded fault"))
+        return record
+    L.execute = execute
+
+
+def _status(fn):
+    import collection.fetch.fetcher as F
+    original = F.status_decision
+    F.status_decision = lambda status: fn(status, original)
+
+
+def _retryable(fn):
+    import collection.fetch.retry as R
+    original = R.is_retryable
+    _replace_everywhere(original, lambda status, error=None: fn(status, error, original))
+
+
+@fault("budget-no-retry-on-429")
+def _():
+    _status(lambda status, original: "fail" if status == 429 else original(status))
+    _retryable(lambda status, error, original: False if status == 429 else original(status, error))
+
+
+@fault("budget-retry-on-404")
+def _():
+    _status(lambda status, original: "retry" if 400 <= status < 500 else original(status))
+    _retryable(lambda status, error, original: True if status is not None and 400 <= status < 500 else original(status, error))
+
+
+def _retries(fn):
+    import collection.fetch.fetcher as F
+    original = F.Fetcher.__init__
+
+    def __init__(self, *a, retries=2, **kw):
+        original(self, *a, retries=fn(retries), **kw)
+    F.Fetcher.__init__ = __init__
+
+
+@fault("budget-retries-plus-one")
+def _():
+    _retries(lambda n: n + 1)
+
+
+@fault("budget-retries-zero-retries-once")
+def _():
+    _retries(lambda n: n or 2)
+
+
+@fault("budget-redirect-hops-four")
+def _():
+    import collection.fetch.fetcher as F
+    F.MAX_REDIRECTS = F.MAX_REDIRECTS - 1
+
+
+@fault("budget-redirect-hops-six")
+def _():
+    import collection.fetch.fetcher as F
+    F.MAX_REDIRECTS = F.MAX_REDIRECTS + 1
+
+
+@fault("budget-source-bytes-excludes-listing")
+def _():
+    import collection.fetch.fetcher as F
+    from collection.fetch import budgets as B
+    original = F.Fetcher._body
+
+    def _body(self, spec, url, response, tally):
+        if spec.kind != B.LISTING:
+            return original(self, spec, url, response, tally)
+        charge = self.budget.charge_bytes
+        self.budget.charge_bytes = lambda count: True
+        try:
+            return original(self, spec, url, response, tally)
+        finally:
+            del self.budget.charge_bytes
+    F.Fetcher._body = _body
+
+
+@fault("media-body-read-before-refusal")
+def _():
+    import hashlib
+    import collection.fetch.fetcher as F
+    from collection.fetch.mediatypes import accepts
+    original = F.Fetcher._body
+
+    def _body(self, spec, url, response, tally):
+        if spec.accepted and not accepts(response.header("Content-Type"), spec.accepted):
+            try:
+                self._read(response, hashlib.sha256(), [], None, charge=True)
+            except Exception:  # noqa: BLE001
+                pass
+        return original(self, spec, url, response, tally)
+    F.Fetcher._body = _body
+
+
+# --- coverage: discovery members ----------------------------------------------------------------
+@fault("coverage-discovery-requests-counts-pages-not-requests")
+def _():
+    from dataclasses import replace
+    D = _driver()
+    original = D.DiscoveryState.outcome
+    D.DiscoveryState.outcome = lambda self: replace(original(self), requests=self.listings)
+
+
+@fault("coverage-discovery-failure-names-last")
+def _():
+    from dataclasses import replace
+    D = _driver()
+    feed = D.DiscoveryState.feed
+
+    def feed_(self, result):
+        state = feed(self, result)
+        last = getattr(self, "_last_read", None)
+        if state.failure is None:
+            last = result.url
+        elif self.failure is None and last is not None:
+            state = replace(state, failure=last)
+        object.__setattr__(state, "_last_read", last)
+        return state
+    D.DiscoveryState.feed = feed_
+
+
+@fault("coverage-discovery-failure-set-at-ceiling")
+def _():
+    from dataclasses import replace
+    D = _driver()
+    original = D.DiscoveryState._next_page
+
+    def _next_page(self, response, parsed, base):
+        result = original(self, response, parsed, base)
+        if result.stop == "max_requests" and result.failure is None:
+            probe = original(_with_config(self, max_requests=self.config.max_requests + 10 ** 6), response, parsed, base)
+            if probe.queue:
+                result = replace(result, failure=probe.queue[0][0])
+        return result
+    D.DiscoveryState._next_page = _next_page
+
+
+@fault("coverage-failed-recovered-still-counted")
+def _():
+    from dataclasses import replace
+
+    def keep(r, p, rs):
+        recovered = {x.page_id for x in rs if x.outcome == "fetched" and p.ledger[x.page_id].state == "failed"}
+        if not recovered:
+            return r
+        rows = {pid: replace(row, failure_code=p.ledger[pid].failure_code, failure_class=p.ledger[pid].failure_class)
+                if pid in recovered else row for pid, row in r.ledger.items()}
+        return _recomplete(replace(_cov(r, failed=r.coverage.failed + len(recovered)), ledger=rows))
+    _merge_post(keep)
+
+
+# --- discovery -----------------------------------------------------------------------------------
+@fault("discovery-explicit-id-canonicalised")
+def _():
+    from dataclasses import replace
+
+    def make(original):
+        def start(config, allowed_origins, *, max_pages=None):
+            state = original(config, allowed_origins, max_pages=max_pages)
+            if config.kind == "explicit":
+                pages = tuple(replace(p, page_id=p.url) for p in state.pages)
+                state = replace(state, pages=pages, page_ids=frozenset(p.page_id for p in pages))
+            return state
+        return start
+    _wrap_start(make)
+
+
+def _records_raw(doc, spec):
+    from collection.recipe.pointer import parse_pointer, resolve_or
+    records = resolve_or(doc, parse_pointer(spec.records), None)
+    return records if isinstance(records, list) else []
+
+
+@fault("discovery-identity-json-quoted")
+def _():
+    import json as _json
+    from dataclasses import replace
+    from collection.recipe.pointer import parse_pointer, resolve_or
+
+    def quoted(parsed, doc, spec, url):
+        if spec.identity is None:
+            return parsed
+        raw = []
+        for record in _records_raw(doc, spec):
+            link = resolve_or(record, parse_pointer(spec.link), None)
+            if link is None or isinstance(link, (dict, list)) or link == "":
+                continue
+            value = resolve_or(record, parse_pointer(spec.identity), None)
+            raw.append(value)
+        ids = tuple(_json.dumps(v) if isinstance(v, str) and pid is not None else pid
+                    for v, pid in zip(raw + [None] * len(parsed.page_ids), parsed.page_ids))
+        return replace(parsed, page_ids=ids)
+    _json_listing(quoted)
+
+
+@fault("discovery-identity-missing-dropped")
+def _():
+    from dataclasses import replace
+
+    def drop(parsed, doc, spec, url):
+        if spec.identity is None:
+            return parsed
+        keep = [i for i, pid in enumerate(parsed.page_ids) if pid is not None]
+        return replace(parsed, links=tuple(parsed.links[i] for i in keep), page_ids=tuple(parsed.page_ids[i] for i in keep),
+                       revisions=tuple(parsed.revisions[i] for i in keep))
+    _json_listing(drop)
+
+
+@fault("discovery-link-missing-counted")
+def _():
+    from dataclasses import replace
+    D = _driver()
+    original = D.DiscoveryState._advance
+
+    def _advance(self, response, role, parsed):
+        state = original(self, response, role, parsed)
+        return replace(state, duplicates=state.duplicates + len(parsed.dropped))
+    D.DiscoveryState._advance = _advance
+
+
+@fault("discovery-link-pointer-on-body")
+def _():
+    from dataclasses import replace
+    from collection.discover.common import scalar_text
+    from collection.recipe.pointer import parse_pointer, resolve_or
+
+    def on_body(parsed, doc, spec, url):
+        link = scalar_text(resolve_or(doc, parse_pointer(spec.link), None)) if spec.link else None
+        n = len(parsed.links)
+        if link is None:
+            return replace(parsed, links=(), page_ids=(), revisions=())
+        return replace(parsed, links=(link,) * n)
+    _json_listing(on_body)
+
+
+@fault("discovery-revision-from-body")
+def _():
+    from dataclasses import replace
+    from collection.discover.common import scalar_text
+    from collection.recipe.pointer import parse_pointer, resolve_or
+
+    def on_body(parsed, doc, spec, url):
+        if spec.revision is None:
+            return parsed
+        value = resolve_or(doc, parse_pointer(spec.revision), None)
+        text = scalar_text(value) if not isinstance(value, (dict, list)) else None
+        return replace(parsed, revisions=(text,) * len(parsed.links))
+    _json_listing(on_body)
+
+
+def _pointer():
+    import collection.recipe.pointer as Pt
+    return Pt
+
+
+@fault("discovery-pointer-array-index")
+def _():
+    Pt = _pointer()
+    original = Pt.resolve
+
+    def resolve(doc, tokens):
+        value = doc
+        for token in tokens:
+            if isinstance(value, list):
+                raise Pt.PointerMissing(token)
+            value = original(value, (token,))
+        return value
+    _replace_everywhere(original, resolve)
+
+
+@fault("discovery-pointer-escape")
+def _():
+    Pt = _pointer()
+    original = Pt.parse_pointer
+
+    def parse_pointer(text):
+        tokens = original(text)
+        return tuple(text.split("/")[1:]) if tokens else tokens
+    _replace_everywhere(original, parse_pointer)
+
+
+@fault("discovery-pointer-escape-order")
+def _():
+    Pt = _pointer()
+    original = Pt.parse_pointer
+
+    def parse_pointer(text):
+        tokens = original(text)
+        return tuple(t.replace("~0", "~").replace("~1", "/") for t in text.split("/")[1:]) if tokens else tokens
+    _replace_everywhere(original, parse_pointer)
+
+
+@fault("discovery-pointer-root-key")
+def _():
+    import collection.discover.json_index as J
+    from dataclasses import replace
+    original = J.read_json_document
+
+    def read_json_document(doc, spec, url):
+        if spec.records == "":
+            spec = replace(spec, records="/")
+        return original(doc, spec, url)
+    _replace_everywhere(original, read_json_document)
+
+
+@fault("discovery-link-attribute-ignored")
+def _():
+    from dataclasses import replace
+    import collection.discover.html_index as Hx
+    original = Hx.parse_html_listing
+    _replace_everywhere(original, lambda body, spec, charset=None: original(body, replace(spec, attribute="href"), charset))
+
+
+@fault("discovery-dedupe-by-url")
+def _():
+    from dataclasses import replace
+    D = _driver()
+    original = D.DiscoveryState._admit
+
+    def _admit(self, parsed, base):
+        from collection.urls import UrlError, canonicalise
+        seen_urls = set(getattr(self, "_urls", ()))
+        seen_urls |= {p.url for p in self.pages}
+        links, ids, revs = [], [], []
+        dupes = 0
+        for link, pid, rev in parsed.rows():
+            try:
+                url = canonicalise(link, base)
+            except UrlError:
+                links.append(link), ids.append(pid), revs.append(rev)
+                continue
+            if url in seen_urls:
+                dupes += 1
+                continue
+            seen_urls.add(url)
+            # ids no longer collapse: an id seen before under another URL is made distinct
+            links.append(link), ids.append(pid), revs.append(rev)
+        taken = set(self.page_ids)
+        fixed = []
+        for pid, link in zip(ids, links):
+            key = pid if pid is not None else None
+            if key is not None and key in taken:
+                key = f"{key}#{len(taken)}"
+            if key is not None:
+                taken.add(key)
+            fixed.append(key)
+        state, ok = original(self, replace(parsed, links=tuple(links), page_ids=tuple(fixed), revisions=tuple(revs)), base)
+        return replace(state, duplicates=state.duplicates + dupes), ok
+    D.DiscoveryState._admit = _admit
+
+
+@fault("discovery-sitemap-lastmod-ignored")
+def _():
+    from dataclasses import replace
+    import collection.discover.sitemap as Sm
+    original = Sm.parse_sitemap
+    _replace_everywhere(original, lambda body, url="", **kw: (lambda p: replace(p, revisions=(None,) * len(p.revisions)))(original(body, url, **kw)))
+
+
+@fault("discovery-sitemapindex-not-followed")
+def _():
+    from dataclasses import replace
+    import collection.discover.sitemap as Sm
+    original = Sm.parse_sitemap
+
+    def parse_sitemap(body, url="", **kw):
+        parsed = original(body, url, **kw)
+        if parsed.root == "sitemapindex":
+            n = len(parsed.children)
+            return replace(parsed, root="urlset", links=tuple(parsed.children), page_ids=(None,) * n, revisions=(None,) * n,
+                           record_count=n, children=())
+        return parsed
+    _replace_everywhere(original, parse_sitemap)
+
+
+@fault("discovery-sitemapindex-offsite-child")
+def _():
+    from dataclasses import replace
+    from collection.urls import UrlError, canonicalise, origin_of
+    D = _driver()
+    original = D.DiscoveryState._queue_children
+
+    def _queue_children(self, children, base):
+        extra = set()
+        for raw in children:
+            try:
+                extra.add(origin_of(canonicalise(raw, base)))
+            except (UrlError, ValueError):
+                pass
+        state = original(replace(self, allowed_origins=self.allowed_origins | extra), children, base)
+        return replace(state, allowed_origins=self.allowed_origins)
+    D.DiscoveryState._queue_children = _queue_children
+
+
+# --- robots and listings --------------------------------------------------------------------
+@fault("robots-disallowed-listing-ignored")
+def _():
+    import collection.fetch.fetcher as F
+    from collection.fetch import budgets as B
+    original = F.Fetcher._robots_allow
+    fetch = F.Fetcher._fetch
+
+    def _fetch(self, spec, tally):
+        self._listing_now = spec.kind == B.LISTING
+        try:
+            return fetch(self, spec, tally)
+        finally:
+            self._listing_now = False
+    F.Fetcher._fetch = _fetch
+    F.Fetcher._robots_allow = lambda self, url: True if getattr(self, "_listing_now", False) else original(self, url)
+
+
+@fault("robots-disallowed-listing-empty")
+def _():
+    D = _driver()
+    original = D.DiscoveryState._failed
+
+    def _failed(self, url, role, reason, message=""):
+        if reason == "robots_disallowed":
+            return self._finish("empty_page")
+        return original(self, url, role, reason, message)
+    D.DiscoveryState._failed = _failed
+
+
+# --- ops and refusals ---------------------------------------------------------------------------
+def _execute(fn):
+    import collection.run.loop as L
+    original = L.execute
+    L.execute = lambda recipe, settings, shell: fn(original, recipe, settings, shell)
+
+
+@fault("ops-refresh-as-resync")
+def _():
+    from dataclasses import replace
+    _execute(lambda original, recipe, settings, shell: original(recipe, replace(settings, resync=True), shell))
+
+
+@fault("ops-schedule-accepted")
+def _():
+    from dataclasses import replace
+
+    def without_schedule(original, recipe, settings, shell):
+        plan = settings.plan
+        if isinstance(plan, dict) and "schedule" in plan:
+            settings = replace(settings, plan={k: v for k, v in plan.items() if k != "schedule"} or None)
+        return original(recipe, settings, shell)
+    _execute(without_schedule)
+
+
+@fault("refusal-page-failures-fail-run")
+def _():
+    from collection.recipe.refusal import RefusedError, Refusal
+
+    def fail(original, recipe, settings, shell):
+        record = original(recipe, settings, shell)
+        c = record.get("coverage", {})
+        if c.get("failed_this_run") and not c.get("fetched_this_run"):
+            raise RefusedError(Refusal("ALL_PAGES_FAILED", "", "every chosen page failed", "seeded fault"))
+        return record
+    _execute(fail)
+
+
+@fault("refusal-discovery-failure-with-predecessor")
+def _():
+    from collection.recipe.refusal import RefusedError, Refusal
+
+    def fail(original, recipe, settings, shell):
+        import os
+        had = os.path.exists(os.path.join(settings.state_dir, "current")) if hasattr(settings, "state_dir") else False
+        record = original(recipe, settings, shell)
+        if had and record.get("coverage", {}).get("discovery_failure"):
+            raise RefusedError(Refusal("COLLECTION_DISCOVERY_FAILED", "/collection/discovery/url", "seeded fault", "seeded fault"))
+        return record
+    _execute(fail)
+
+
+@fault("refusal-discovery-failed-partial")
+def _():
+    from collection.recipe.refusal import RefusedError, Refusal
+
+    def fail(original, recipe, settings, shell):
+        import os
+        had = os.path.exists(os.path.join(settings.state_dir, "current")) if hasattr(settings, "state_dir") else True
+        record = original(recipe, settings, shell)
+        if not had and record.get("coverage", {}).get("discovery_failure"):
+            raise RefusedError(Refusal("COLLECTION_DISCOVERY_FAILED", "/collection/discovery/url", "seeded fault", "seeded fault"))
+        return record
+    _execute(fail)
+
+
+@fault("refusal-shape-as-discovery-failure")
+def _():
+    D = _driver()
+    original = D.DiscoveryState._parse
+
+    def _parse(self, response, role):
+        try:
+            return original(self, response, role)
+        except D.DiscoveryShapeError as exc:
+            raise D.ListingUnreadable("shape", str(exc)) if hasattr(D, "ListingUnreadable") else exc
+    D.DiscoveryState._parse = _parse
+
+
+@fault("refusal-columns-mismatch-ignored")
+def _():
+    import collection.merge.relation as Rel
+    import collection.merge.engine as M
+    _replace_everywhere(Rel.check_relation_header, lambda stream, reader_columns: None)
+    original = M.check_predecessor
+
+    def check_predecessor(ledger_head, relation_head, reader_columns):
+        problem = original(ledger_head, iter(()), reader_columns)
+        return problem
+    _replace_everywhere(original, check_predecessor)
+
+
+@fault("refusal-ledger-header-ignored")
+def _():
+    import collection.merge.ledger as Lg
+    _replace_everywhere(Lg.check_ledger_header, lambda stream: None)
+
+
+# --- relation order ----------------------------------------------------------------------------
+def _relation_order(key_fn=None, rows_fn=None):
+    import collection.merge.engine as M
+    original = M._joined
+
+    def _joined(predecessor, reader_columns, fresh):
+        pages = list(original(predecessor, reader_columns, fresh))
+        if rows_fn is not None:
+            pages = [(pid, rows_fn(rows, len(reader_columns))) for pid, rows in pages]
+        if key_fn is not None:
+            pages = key_fn(pages, fresh, len(reader_columns))
+        return iter(pages)
+    M._joined = _joined
+
+
+@fault("order-relation-page-id-casefold")
+def _():
+    _relation_order(lambda pages, fresh, n: sorted(pages, key=lambda pr: pr[0].lower()))
+
+
+@fault("order-relation-page-id-numeric")
+def _():
+    def numeric(pages, fresh, n):
+        if pages and all(pid.isdigit() for pid, _ in pages):
+            return sorted(pages, key=lambda pr: int(pr[0]))
+        return pages
+    _relation_order(numeric)
+
+
+@fault("order-relation-sort-by-page-url")
+def _():
+    _relation_order(lambda pages, fresh, n: sorted(pages, key=lambda pr: pr[1][0][n + 1] if pr[1] else ""))
+
+
+@fault("order-relation-fetch-order")
+def _():
+    _relation_order(lambda pages, fresh, n: [pr for pr in pages if pr[0] not in fresh] + [pr for pr in pages if pr[0] in fresh])
+
+
+@fault("order-relation-ordinal-text")
+def _():
+    _relation_order(rows_fn=lambda rows, n: sorted(rows, key=lambda r: str(r[n + 6])))
+
+
+# --- readers ------------------------------------------------------------------------------------
+def _merge_pre(fn):
+    import collection.merge.engine as M
+    original = M.merge
+
+    def merge(prepared, results, *a, **kw):
+        return original(prepared, list(fn(prepared, list(results), kw)), *a, **kw)
+    _replace_everywhere(original, merge)
+
+
+@fault("reader-zero-rows-failed")
+def _():
+    from dataclasses import replace
+    _merge_pre(lambda p, rs, kw: [replace(r, outcome="failed", failure_code="decode_error", rows=None, content_sha256=None)
+                                  if r.outcome == "fetched" and not r.rows else r for r in rs])
+
+
+@fault("reader-zero-rows-pending")
+def _():
+    _merge_pre(lambda p, rs, kw: [r for r in rs if not (r.outcome == "fetched" and not r.rows)])
+
+
+@fault("reader-column-mismatch-padded")
+def _():
+    from dataclasses import replace
+
+    def pad(p, rs, kw):
+        width = len(kw["reader_columns"])
+        out = []
+        for r in rs:
+            if r.outcome == "fetched" and r.rows and any(len(x) != width for x in r.rows):
+                r = replace(r, rows=tuple(tuple(list(x[:width]) + [""] * (width - len(x))) for x in r.rows))
+            out.append(r)
+        return out
+    _merge_pre(pad)
+
+
+# --- wire -------------------------------------------------------------------------------------
+@fault("wire-user-agent-no-info-url")
+def _():
+    import collection.fetch.transport as T
+    original = T.user_agent
+    _replace_everywhere(original, lambda token=T.DEFAULT_TOKEN, info_url=T.DEFAULT_INFO_URL: original(token, info_url).split(" (+")[0])
+
+
+@fault("wire-interval-recipe-ignored")
+def _():
+    import collection.fetch.politeness as Po
+    original = Po.Politeness.__init__
+    Po.Politeness.__init__ = lambda self, min_interval, concurrency, *, margin=0.0: original(self, 1, concurrency, margin=margin)
+
+
+@fault("wire-three-connections")
+def _():
+    import collection.fetch.fetcher as F
+    F.PER_ORIGIN_IN_FLIGHT = 25
+
+
+@fault("wire-retry-after-ignored")
+def _():
+    import collection.fetch.fetcher as F
+    F.parse_retry_after = lambda value, now_wall: None
+
+
+@fault("wire-range-advertised-ignored")
+def _():
+    import collection.fetch.fetcher as F
+    F.range_plan = lambda status, headers, threshold: None
 
 
 # === end of the faults ====================================================================

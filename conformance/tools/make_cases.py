@@ -957,6 +957,84 @@ case("fetch", "fetch-media-types", "Detail pages: json.tabular takes every JSON 
           ok(cov(discovered=3, known=3, fetched_this_run=2, failed_this_run=1, failed=1, complete=False),
              relation(P("a", ["A"]), P("b", ["B"])), {"c": failed("media_type_refused")}, {"count": 4}))])
 
+def reader_recipe(family: str, version: str, options: str, **changes) -> dict:
+    return recipe(**{"connector.parameters": [{"name": "reader.family_id", "value": family},
+                                              {"name": "reader.family_version", "value": version},
+                                              {"name": "reader.decode_options", "value": options}]}, **changes)
+
+
+def table(pages, columns) -> str:
+    """pages: (page_id, body, [row tuples], revision) → relation text (any Reader's columns)."""
+    lines = [",".join((*columns, PROV))]
+    for pid, body, rows, revision in sorted(pages, key=lambda p: p[0].encode("utf-8")):
+        for n, row in enumerate(rows, 1):
+            lines.append(",".join(csv_field(x) for x in (*row, pid, f"{H}/p/{pid}"))
+                         + f",{fetch_ts(pid, revision)},{sha(body)},{revision},{disc_ts(pid)},{n}")
+    return "\n".join(lines) + "\n"
+
+
+HT_OPTIONS = '{"table":{"columns":["title","n"],"selector":"table.t"}}'
+HT_A = '<table class="t"><tr><th>title</th><th>n</th></tr><tr><td>A  one</td><td>1</td></tr><tr><td>A2</td></tr><tr><td> </td></tr></table>'
+HT_B = ('<html xmlns="http://www.w3.org/1999/xhtml"><body><table class="t"><tr><th>title</th><th>n</th></tr>'
+        '<tr><td>B</td><td>2</td></tr></table></body></html>')
+HT_A2 = '<table class="t"><tr><th>name</th><th>n</th></tr><tr><td>A new</td><td>9</td></tr></table>'
+case("fetch", "read-html-tabular", "html.tabular: a table's header must equal the declared columns; short rows are padded, empty rows skipped, text normalised; application/xhtml+xml is an HTML type; a page whose header changed fails column_mismatch and keeps its previous rows (D-12).",
+     ["READ-04", "READ-05", "READ-06", "D-12", "D-37", "MERGE-22", "MERGE-24"],
+     reader_recipe("html.tabular", "1.0.0", HT_OPTIONS, **RH),
+     [run([listing(L, ("a", "/p/a", {"modified": "1"}), ("b", "/p/b", {"modified": "1"})),
+           ex(f"{H}/p/a", HT_A, ctype="text/html"), ex(f"{H}/p/b", HT_B, ctype="application/xhtml+xml")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2),
+             table([("a", HT_A, [("A one", "1"), ("A2", "")], 1), ("b", HT_B, [("B", "2")], 1)], ("title", "n")), {}, {"count": 3})),
+      run([listing(L, ("a", "/p/a", {"modified": "2"}), ("b", "/p/b", {"modified": "1"})), ex(f"{H}/p/a", HT_A2, ctype="text/html")],
+          ok(cov(discovered=2, known=2, failed_this_run=1, failed=1, complete=False), None,
+             {"a": failed("column_mismatch", 1)}, {"count": 2}, relation_same_as_run=1))])
+
+WE_OPTIONS = '{"metadata":["language"],"selectors":{"story":"div.story","title":"h1"}}'
+WE_A = ('<html lang="en"><head><title>Tab title</title></head><body><h1>Head  line</h1><nav>menu</nav>'
+        '<div class="story"><p>First para.</p><p>Second   para.</p></div></body></html>')
+case("fetch", "read-html-web-extract", "html.web_extract (the specification's own example pins it): title and story from their selectors, the story one block per line, then the metadata columns in order.",
+     ["READ-01", "READ-04", "READ-05"], reader_recipe("html.web_extract", "1.1.0", WE_OPTIONS),
+     [run([listing(L, "a"), ex(f"{H}/p/a", WE_A, ctype="text/html; charset=utf-8")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1),
+             table([("a", WE_A, [("Head line", "First para.\nSecond para.", "en")], 1)], ("title", "story", "language")), {}, {"count": 2}))])
+
+XT_OPTIONS = '{"columns":[{"name":"title","path":"title"},{"attribute":"id","name":"id"}],"records":{"path":"item"}}'
+XT_A = '<?xml version="1.0"?><items><item id="1"><title>X  one</title></item><item id="2"><title><![CDATA[Y]]></title></item></items>'
+XT_B = '<items><item id="3"><title>Z</title></item></items>'
+case("fetch", "read-xml-tabular", "xml.tabular: one row per record path match, columns from child text (CDATA included) or an attribute; application/xml and text/xml are accepted, application/rss+xml is not (media_type_refused).",
+     ["READ-04", "READ-05", "READ-06", "D-37"], reader_recipe("xml.tabular", "1.0.0", XT_OPTIONS),
+     [run([listing(L, "a", "b", "c"), ex(f"{H}/p/a", XT_A, ctype="application/xml"), ex(f"{H}/p/b", XT_B, ctype="text/xml"),
+           ex(f"{H}/p/c", XT_B, ctype="application/rss+xml")],
+          ok(cov(discovered=3, known=3, fetched_this_run=2, failed_this_run=1, failed=1, complete=False),
+             table([("a", XT_A, [("X one", "1"), ("Y", "2")], 1), ("b", XT_B, [("Z", "3")], 1)], ("title", "id")),
+             {"c": failed("media_type_refused")}, {"count": 4}))])
+
+case("fetch", "fetch-robots-empty-disallow", "An empty Disallow line allows everything (RFC 9309).", ["FETCH-22"], explicit(("a", "/p/a")),
+     [run([ex(f"{H}/robots.txt", "User-agent: *\nDisallow:\n", ctype="text/plain"), page("a", "A")],
+          ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 1}))])
+
+case("fetch", "fetch-budget-retry-charged", "A retry is charged to limits.max_requests (FETCH-07): with the registration sum exact, a retried page uses the request the next page needed.",
+     ["FETCH-07", "FETCH-09", "COV-16"],
+     recipe(**{"collection.discovery.max_requests": 1, "collection.pages.max_fetches_per_run": 2, "limits.max_requests": 3,
+               "collection.pages.retries": 1}),
+     [run([listing(L, "a", "b"), seq(f"{H}/p/a", ex(f"{H}/p/a", "", status=503, ctype="text/plain"), page("a", "A")), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending=1, budget_exhausted="max_requests", complete=False),
+             relation(P("a", ["A"])), {"a": fetched(), "b": pending()}, {"count": 3, "never": [f"{H}/p/b"]}, clock_slack_seconds=3600))])
+
+case("fetch", "fetch-budget-hop-not-past", "No redirect hop goes past limits.max_requests (FETCH-09): the hop a page still needed is never sent.",
+     ["FETCH-06", "FETCH-09"],
+     recipe(**{"collection.discovery.max_requests": 1, "collection.pages.max_fetches_per_run": 2, "limits.max_requests": 3}),
+     [run([listing(L, "a", "b"), page("a", "A"), ex(f"{H}/p/b", "", status=302, ctype=None, headers=[("Location", "/p/b2")]), page(f"{H}/p/b2", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending={"between": [0, 1]}, failed={"between": [0, 1]},
+                 failed_this_run={"between": [0, 1]}, budget_exhausted="max_requests", complete=False),
+             None, {"a": fetched()}, {"count": 3, "never": [f"{H}/p/b2"]}, relation=relation(P("a", ["A"]))))])
+
+SRC_LIST = '[{"id":"a","link":"/p/a"}]'
+case("fetch", "fetch-source-bytes-exact", "limits.max_source_bytes counts decoded listing and page bytes (D-20); a run whose bodies total exactly the cap is not cut.",
+     ["FETCH-14", "D-20"], recipe(**{"limits.max_source_bytes": len(SRC_LIST) + len(page_body("A"))}),
+     [run([ex(L, SRC_LIST), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 2}))])
+
 # --- fetch --------------------------------------------------------------------------------
 case("fetch", "fetch-budget-exact-sum-redirect", "limits.max_requests equal to the registration sum runs out when a page redirects: budget_exhausted max_requests, the run still succeeds.",
      ["FETCH-05", "FETCH-06", "FETCH-09", "FETCH-10", "COV-01", "COV-02", "REF-14", "REG-34", "OPS-09", "D-05"],
@@ -1095,6 +1173,21 @@ case("merge", "merge-idle-refresh-unchanged", "Refetched pages with the ledger's
                   {"count": 3}, relation_same_as_run=1, corrections=[]), clock_advance_seconds=3601),
       run(EX2, ok(cov(discovered=2, known=2), None, {}, {"count": 1}, relation_same_as_run=1), clock_advance_seconds=1800)],
      modes=["inline"], requires=["clock_advance"])
+
+case("fetch", "fetch-unchanged-charged", "An unchanged refetch uses up max_fetches_per_run like any successful fetch (D-16).",
+     ["D-16", "FETCH-12", "COV-17"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged=1, budget_exhausted="max_fetches_per_run", complete=False),
+                  None, {}, {"order": [L, f"{H}/p/a"]}, relation_same_as_run=1),
+          clock_advance_seconds=3601, recipe=recipe(**IV, **{"collection.pages.max_fetches_per_run": 1}))],
+     modes=["inline"], requires=["clock_advance"])
+
+case("fetch", "fetch-max-pages-ledger", "max_pages bounds the ledger's distinct pages, not this run's listing (D-18): unlisted pages still count; a ledger that is exactly full with nothing refused names no budget.",
+     ["D-18", "FETCH-13", "COV-17"], recipe(**{"collection.pages.max_pages": 2}),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run([listing(L, "c"), page("c", "C")],
+          ok(cov(discovered=1, known=2, budget_exhausted="max_pages", complete=False), None, {}, {"count": 1, "never": [f"{H}/p/c"]},
+             relation_same_as_run=1, ledger_pages=["a", "b"]))])
 
 def ts(name: str) -> str:
     return f"{{{{ts:{name}}}}}"
