@@ -1035,6 +1035,13 @@ case("fetch", "fetch-source-bytes-exact", "limits.max_source_bytes counts decode
      [run([ex(L, SRC_LIST), page("a", "A")],
           ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 2}))])
 
+FIVE = [ex(f"{H}/p/a", "", status=301, ctype=None, headers=[("Location", "/p/a1")])] + \
+    [ex(f"{H}/p/a{i}", "", status=302, ctype=None, headers=[("Location", f"/p/a{i + 1}")]) for i in range(1, 5)] + [page(f"{H}/p/a5", "A")]
+case("fetch", "fetch-five-redirects", "A chain of exactly five redirect hops is followed (D-25); every hop is a request.", ["D-25", "FETCH-06", "FETCH-08"],
+     recipe(), [run([listing(L, "a")] + FIVE,
+                    ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
+                       {"order": [L, f"{H}/p/a"] + [f"{H}/p/a{i}" for i in range(1, 6)]}))])
+
 # --- fetch --------------------------------------------------------------------------------
 case("fetch", "fetch-budget-exact-sum-redirect", "limits.max_requests equal to the registration sum runs out when a page redirects: budget_exhausted max_requests, the run still succeeds.",
      ["FETCH-05", "FETCH-06", "FETCH-09", "FETCH-10", "COV-01", "COV-02", "REF-14", "REG-34", "OPS-09", "D-05"],
