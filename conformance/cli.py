@@ -90,6 +90,13 @@ def _run(args) -> int:
     from conformance.runner import select
 
     _terminate_on_signal()
+    if args.mode == "loopback":
+        try:
+            import trustme  # noqa: F401
+        except ImportError:
+            print("loopback mode needs the trustme package (pip install trustme); inline mode does not",
+                  file=sys.stderr)
+            return 2
     log = open(args.harness_log, "a", encoding="utf-8") if args.harness_log else None
     total = len(select(load_cases(), args.k))
     stream = open(args.report, "w", encoding="utf-8") if args.report else None
@@ -150,7 +157,9 @@ def parser() -> argparse.ArgumentParser:
         q.add_argument("-k", metavar="PATTERN", action="append",
                        help="only cases whose id, area/id or clause contains PATTERN (or matches a glob); repeat to add patterns")
         q.add_argument("-j", type=int, default=1, metavar="N", help="N harness processes in parallel")
-        q.add_argument("--mode", choices=("inline", "loopback"), default="inline")
+        q.add_argument("--mode", choices=("inline", "loopback"), default="inline",
+                       help="inline: the harness replays each run's exchanges on a virtual clock; loopback: it "
+                            "fetches them over TLS from the runner's server on the wall clock")
         q.add_argument("--report", metavar="FILE", help="write JSON lines, one per case as it finishes")
         q.add_argument("--junit", metavar="FILE", help="write JUnit XML")
         q.add_argument("--timeout", type=float, default=60.0, help="seconds a harness may take per run")

@@ -51,8 +51,8 @@ class FixtureServer:
         try:
             import trustme
         except ImportError:
-            raise RuntimeError("loopback mode needs the trustme package (pip install trustme, or "
-                               "pip install 'collection-conformance[loopback]'); inline mode does not") from None
+            raise RuntimeError("loopback mode needs the trustme package (pip install trustme); "
+                               "inline mode does not") from None
 
         self._ca = trustme.CA()
         cert = self._ca.issue_cert(*HOSTS)

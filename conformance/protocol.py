@@ -49,9 +49,14 @@ def validator(definition: str):
 
 
 def validate(definition: str, message: Any) -> list[str]:
-    # each problem names the offending member by its JSON pointer
-    return [f"at /{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:200]}"
-            for e in validator(definition).iter_errors(message)]
+    # each problem names the offending member by its JSON pointer: for a oneOf, the error of the
+    # branch that got furthest into the reply (the deepest), not "valid under none of them"
+    problems = []
+    for error in validator(definition).iter_errors(message):
+        while error.context:
+            error = max(error.context, key=lambda e: len(e.absolute_path))
+        problems.append(f"at /{'/'.join(str(p) for p in error.absolute_path)}: {error.message[:200]}")
+    return problems
 
 
 # Every harness process alive in this runner, so that a SIGTERM to the runner (a CI timeout)
@@ -87,6 +92,9 @@ class Harness:
         self.configure_message: dict | None = None
         self.restarts = 0
         self.version = 1
+        self.stray: dict[str | None, list[str]] = {}
+        self.owner: str | None = None            # the case the runner is running now
+        self.replied_owner: str | None = None    # the case whose command was answered last
         self.stderr_tail: collections.deque = collections.deque(maxlen=40)
         self._pumps: list[threading.Thread] = []
 
@@ -201,18 +209,47 @@ class Harness:
         problems = validate("command", message)
         if problems:          # the runner's own bug: never blame the harness for it
             raise AssertionError(f"runner sent an invalid command: {problems}")
+        early = self.stray_output()      # written after the last reply: the last replier's
+        if early:
+            self.stray.setdefault(self.replied_owner, []).extend(early)
         self._send(message)
-        reply = self._receive(timeout)
-        problems = validate(reply_def, reply)
-        if problems:
-            raise ProtocolError("invalid", f"{reply_def} reply breaks the schema: {'; '.join(problems[:3])}")
+        try:
+            reply = self._receive(timeout)
+            problems = validate(reply_def, reply)
+            if problems:
+                raise ProtocolError("invalid", f"{reply_def} reply breaks the schema: {'; '.join(_detail(reply, problems)[:3])}")
+            if "seq" in message and reply.get("seq") != message["seq"]:
+                raise ProtocolError("seq", f"answered seq {reply.get('seq')!r} to seq {message['seq']}")
+        except ProtocolError as first:
+            if first.kind in ("timeout", "crashed"):
+                raise
+            # A line the harness wrote after its previous reply, before it read this command,
+            # arrives first: if the next line is this command's reply, the first was out of turn.
+            try:
+                again = self._receive(min(timeout, 2.0))
+            except ProtocolError:
+                raise first from None
+            if validate(reply_def, again) or ("seq" in message and again.get("seq") != message["seq"]):
+                raise first from None
+            self.stray.setdefault(self.replied_owner, []).append(first.message)
+            reply = again
+        self.replied_owner = self.owner
         return reply
+
+    def take_stray(self, owner: str | None) -> list[str]:
+        """What `owner`'s case wrote out of turn (its reply answered, more lines followed)."""
+        lines = self.stray.pop(owner, [])
+        if owner == self.replied_owner:
+            lines += self.stray_output()
+        return lines
 
     # --- commands -----------------------------------------------------------------------
     def start(self, configure: dict) -> dict:
         """Spawn, handshake and configure. Returns the implementation block."""
         self.kill()
         self._spawn()
+        self.stray = {}
+        self.replied_owner = None
         self.seq = 0
         started = self._exchange({"cmd": "start", "version": 1, "versions": list(PROTOCOL_VERSIONS)}, "started",
                                   self.start_timeout)
@@ -236,8 +273,6 @@ class Harness:
         seq = self.seq
         reply = self._exchange({"cmd": "run", "seq": seq, "case": case}, "run_reply",
                                self.timeout if timeout is None else timeout)
-        if reply.get("seq") != seq:
-            raise ProtocolError("seq", f"answered seq {reply.get('seq')!r} to seq {seq}")
         if "result" in reply:
             problems = _result_shape(case, reply["result"])
             if problems:
@@ -278,6 +313,18 @@ class Harness:
         except (ProtocolError, subprocess.TimeoutExpired):
             pass
         self.kill()
+
+
+def _detail(reply: Any, problems: list[str]) -> list[str]:
+    """A run reply's result checked against the one definition it claims to be (by its
+    members), so the problem names the offending member rather than "none of the oneOf"."""
+    result = reply.get("result") if isinstance(reply, dict) else None
+    if not isinstance(result, dict):
+        return problems
+    definition = ("registration_result" if "registrable" in result
+                  else "run_refused" if result.get("outcome") == "refused" else "run_ok")
+    inner = validate(definition, result)
+    return [p.replace("at /", "at /result/", 1).replace("/result/:", "/result:") for p in inner] or problems
 
 
 def _result_shape(case: dict, result: dict) -> str | None:

@@ -125,6 +125,7 @@ class _Worker:
         began = time.monotonic()
         verdict = Verdict(case.id, case.area, self.mode, PASS, case.clauses, needs=needs(case, self.mode),
                           applicable=self.mode in case.modes)
+        self.harness.owner = case.id
         try:
             if self.harness.proc is None:
                 self.harness.restart()
@@ -145,14 +146,12 @@ class _Worker:
     def blame_stray_output(self, verdict: Verdict, *, stopping: bool = False) -> None:
         """Output the harness wrote after its reply to `verdict`'s case (checked before the
         next command, or once it stopped) belongs to that case: it errors, not the next one."""
-        stray = self.harness.stray_output()
+        stray = self.harness.take_stray(verdict.case)
         if not stray:
             return
         verdict.status = ERRORED
         verdict.message = (f"out_of_turn: the harness wrote {len(stray)} line(s) after its reply to this case: "
                            f"{stray[0][:200]!r}")
-        if not stopping:
-            self._restart(verdict)
 
     def _skip_reason(self, case: Case) -> str | None:
         if self.mode not in case.modes:
@@ -280,11 +279,6 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
                     case = work.get_nowait()
                 except queue.Empty:
                     break
-                if held is not None:
-                    if w is not None and not w.start_error:
-                        w.blame_stray_output(held)
-                    report(held)
-                    held = None
                 if w is None or w.start_error:
                     v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, needs=needs(case, mode),
                                 message=f"harness did not start: {w.start_error if w else error}")
@@ -294,6 +288,12 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
                     except Exception:     # a runner bug must not hang the suite
                         v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, needs=needs(case, mode),
                                     message=traceback.format_exc())
+                # the previous case is reported once the harness answered the next one: output it
+                # wrote after its reply has arrived by then and is blamed on it
+                if held is not None:
+                    if w is not None and not w.start_error:
+                        w.blame_stray_output(held)
+                    report(held)
                 held = v
         finally:
             if w is not None:
