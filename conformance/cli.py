@@ -31,27 +31,52 @@ def _check(args) -> int:
     return 0
 
 
+def _fault_kills() -> dict:
+    """conformance/fault_kills.json: faults seeded into an implementation and whether the suite
+    killed them (written by bench/mutation.py --write); empty when absent."""
+    from conformance import HERE
+
+    path = HERE / "fault_kills.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
 def _clauses(args) -> int:
     from conformance.suite import coverage_table
 
     by_clause, all_clauses, reasons = coverage_table()
+    kills = _fault_kills()
+    per_clause = kills.get("clauses", {})
     rows = []
     for c in all_clauses:
         cases = by_clause.get(c["id"], [])
-        rows.append({"id": c["id"], "group": c["group"], "cases": cases,
-                     "unobservable": reasons.get(c["id"])})
-    covered = sum(1 for r in rows if r["cases"])
+        faults = per_clause.get(c["id"], {"faults": 0, "killed": []})
+        rows.append({"id": c["id"], "group": c["group"], "cases": cases, "unobservable": reasons.get(c["id"]),
+                     "faults": faults["faults"], "killed": faults["killed"]})
+    # covered: a fault of the clause was seeded and killed; a case naming it is not enough
+    covered = sum(1 for r in rows if r["killed"])
+    named = sum(1 for r in rows if r["cases"])
     observable = sum(1 for r in rows if r["unobservable"] is None)
     missing = [r for r in rows if not r["cases"] and r["unobservable"] is None]
+    untested = [r for r in rows if r["cases"] and not r["killed"]]
     if args.json:
-        json.dump({"total": len(rows), "observable": observable, "covered": covered, "clauses": rows}, sys.stdout, indent=1)
+        json.dump({"total": len(rows), "observable": observable, "covered": covered, "named_by_a_case": named,
+                   "faults": kills.get("faults"), "faults_killed": kills.get("killed"), "clauses": rows}, sys.stdout, indent=1)
         print()
     else:
-        print(f"{covered} clauses covered / {observable} observable / {len(rows)} total")
+        print(f"{covered} clauses covered (a seeded fault of the clause is killed) / {observable} observable / "
+              f"{len(rows)} total")
+        print(f"{named} clauses named by a case; faults seeded: {kills.get('faults', 0)}, killed: {kills.get('killed', 0)}"
+              + (f" ({kills.get('source')})" if kills.get("source") else ""))
         if missing:
             print("\nobservable clauses without a case:")
             for r in missing:
                 print(f"  {r['id']}")
+        if untested:
+            print("\nclauses named by a case but with no killed fault (the case may not notice a fault there):")
+            print("  " + " ".join(r["id"] for r in untested))
         print("\nclauses without a case, and why (unobservable from outside an implementation):")
         for r in rows:
             if not r["cases"] and r["unobservable"]:
@@ -170,6 +195,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:       # `... | head`: the reader left; say nothing more
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command == "check":
         return _check(args)
