@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlunsplit
 
 from mutation_kit import (MUTANTS, _canonical, _coverage, _provenance, _reorder, _replace_everywhere, _split,  # noqa: F401
-                          _wrap, dig, mutant, reg_add, reg_drop, reg_post, reg_pre, schema_edit)
+                          _drop_rows, _wrap, dig, failures_use_fetches, mutant, reg_add, reg_drop, reg_post, reg_pre, schema_edit)
 
 FAULTS = {f["id"]: f for f in json.loads((Path(__file__).resolve().parent / "faults.json").read_text(encoding="utf-8"))}
 
@@ -31,119 +31,41 @@ def fault(fid: str):
 DISC_MAX = lambda sub: sub.get("maximum") == 1024  # noqa: E731  (discovery.max_requests, not limits')
 
 
-@fault("registration-concurrency-capped-at-25")
-def _():
-    schema_edit("concurrency", maximum=25)
+SCHEMA_FAULTS = [   # (fault, schema member, which of its subschemas, keywords the check gets wrong; None drops one)
+    ("registration-concurrency-capped-at-25", "concurrency", None, {"maximum": 25}),
+    ("registration-concurrency-zero", "concurrency", None, {"minimum": 0}),
+    ("registration-disc-max-requests-1024-refused", "max_requests", DISC_MAX, {"maximum": 1023}),
+    ("registration-disc-max-requests-zero", "max_requests", DISC_MAX, {"minimum": 0}),
+    ("registration-fetches-10000-refused", "max_fetches_per_run", None, {"maximum": 9999}),
+    ("registration-fetches-zero", "max_fetches_per_run", None, {"minimum": 0}),
+    ("registration-interval-3601", "min_interval_seconds", None, {"maximum": None}),
+    ("registration-interval-one-refused", "min_interval_seconds", None, {"exclusiveMinimum": 1}),
+    ("registration-max-pages-50000-refused", "max_pages", None, {"maximum": 49999}),
+    ("registration-max-pages-50001", "max_pages", None, {"maximum": 50001}),
+    ("registration-max-pages-zero", "max_pages", None, {"minimum": 0}),
+    ("registration-origins-eight-refused", "allowed_origins", None, {"maxItems": 7}),
+    ("registration-origins-empty-accepted", "allowed_origins", None, {"minItems": None}),
+    ("registration-origins-nine-accepted", "allowed_origins", None, {"maxItems": 9}),
+    ("registration-origin-duplicate-accepted", "allowed_origins", None, {"uniqueItems": None}),
+    ("registration-retries-four", "retries", None, {"maximum": 4}),
+    ("registration-retries-negative", "retries", None, {"minimum": None}),
+    ("registration-revisit-3599", "seconds", None, {"minimum": 3599}),
+    ("registration-revisit-3600-refused", "seconds", None, {"exclusiveMinimum": 3600}),
+    ("registration-timeout-121", "request_timeout_seconds", None, {"maximum": 121}),
+    ("registration-timeout-five-refused", "request_timeout_seconds", None, {"exclusiveMinimum": 5}),
+    ("registration-timeout-four", "request_timeout_seconds", None, {"minimum": 4}),
+    ("registration-collection-extra-member", "collection", None, {"additionalProperties": None}),
+]
 
 
-@fault("registration-concurrency-zero")
-def _():
-    schema_edit("concurrency", minimum=0)
+def _schema_fault(member, where, changes):
+    def seed():
+        schema_edit(member, where or (lambda sub: True), **changes)
+    return seed
 
 
-@fault("registration-disc-max-requests-1024-refused")
-def _():
-    schema_edit("max_requests", DISC_MAX, maximum=1023)
-
-
-@fault("registration-disc-max-requests-zero")
-def _():
-    schema_edit("max_requests", DISC_MAX, minimum=0)
-
-
-@fault("registration-fetches-10000-refused")
-def _():
-    schema_edit("max_fetches_per_run", maximum=9999)
-
-
-@fault("registration-fetches-zero")
-def _():
-    schema_edit("max_fetches_per_run", minimum=0)
-
-
-@fault("registration-interval-3601")
-def _():
-    schema_edit("min_interval_seconds", maximum=None)
-
-
-@fault("registration-interval-one-refused")
-def _():
-    schema_edit("min_interval_seconds", exclusiveMinimum=1)
-
-
-@fault("registration-max-pages-50000-refused")
-def _():
-    schema_edit("max_pages", maximum=49999)
-
-
-@fault("registration-max-pages-50001")
-def _():
-    schema_edit("max_pages", maximum=50001)
-
-
-@fault("registration-max-pages-zero")
-def _():
-    schema_edit("max_pages", minimum=0)
-
-
-@fault("registration-origins-eight-refused")
-def _():
-    schema_edit("allowed_origins", maxItems=7)
-
-
-@fault("registration-origins-empty-accepted")
-def _():
-    schema_edit("allowed_origins", minItems=None)
-
-
-@fault("registration-origins-nine-accepted")
-def _():
-    schema_edit("allowed_origins", maxItems=9)
-
-
-@fault("registration-origin-duplicate-accepted")
-def _():
-    schema_edit("allowed_origins", uniqueItems=None)
-
-
-@fault("registration-retries-four")
-def _():
-    schema_edit("retries", maximum=4)
-
-
-@fault("registration-retries-negative")
-def _():
-    schema_edit("retries", minimum=None)
-
-
-@fault("registration-revisit-3599")
-def _():
-    schema_edit("seconds", minimum=3599)
-
-
-@fault("registration-revisit-3600-refused")
-def _():
-    schema_edit("seconds", exclusiveMinimum=3600)
-
-
-@fault("registration-timeout-121")
-def _():
-    schema_edit("request_timeout_seconds", maximum=121)
-
-
-@fault("registration-timeout-five-refused")
-def _():
-    schema_edit("request_timeout_seconds", exclusiveMinimum=5)
-
-
-@fault("registration-timeout-four")
-def _():
-    schema_edit("request_timeout_seconds", minimum=4)
-
-
-@fault("registration-collection-extra-member")
-def _():
-    schema_edit("collection", additionalProperties=None)
+for _fid, _member, _where, _changes in SCHEMA_FAULTS:
+    fault(_fid)(_schema_fault(_member, _where, _changes))
 
 
 @fault("registration-closed-false")
@@ -485,43 +407,33 @@ def _cursor_raw(doc, spec):
     return None if value is missing else ("null" if value is None else value), value is missing
 
 
-@fault("pagination-cursor-empty-token-followed")
-def _():
+def _cursor_fault(token_for):
+    """The cursor token read from a listing becomes token_for(raw value, missing) when that
+    is not None (the raw JSON value: the parser's mistakes are about it)."""
     from dataclasses import replace
 
     def transform(parsed, doc, spec, url):
         if spec.cursor is not None:
-            value, missing = _cursor_raw(doc, spec)
-            if not missing and value == "":
-                return replace(parsed, cursor="")
+            token = token_for(*_cursor_raw(doc, spec))
+            if token is not None:
+                return replace(parsed, cursor=token)
         return parsed
     _json_listing(transform)
+
+
+@fault("pagination-cursor-empty-token-followed")
+def _():
+    _cursor_fault(lambda value, missing: "" if not missing and value == "" else None)
 
 
 @fault("pagination-cursor-null-token-stringified")
 def _():
-    from dataclasses import replace
-
-    def transform(parsed, doc, spec, url):
-        if spec.cursor is not None:
-            value, missing = _cursor_raw(doc, spec)
-            if not missing and value == "null":
-                return replace(parsed, cursor="null")
-        return parsed
-    _json_listing(transform)
+    _cursor_fault(lambda value, missing: "null" if not missing and value == "null" else None)
 
 
 @fault("pagination-cursor-numeric-token-json")
 def _():
-    from dataclasses import replace
-
-    def transform(parsed, doc, spec, url):
-        if spec.cursor is not None:
-            value, missing = _cursor_raw(doc, spec)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return replace(parsed, cursor=repr(float(value)))
-        return parsed
-    _json_listing(transform)
+    _cursor_fault(lambda value, missing: repr(float(value)) if isinstance(value, int) and not isinstance(value, bool) else None)
 
 
 @fault("pagination-cursor-first-request-param")
@@ -2538,26 +2450,6 @@ def _():
     _merge_post(lambda r, p, rs: replace(r, corrections=()))
 
 
-def _drop_rows(which):
-    """Rows of pages which(page_id, prepared, results) names are left out of the merged relation."""
-    import collection.merge.engine as M
-    original_merge, original_iter = M.merge, M.iter_pages
-    dropped: set[str] = set()
-
-    def merge(prepared, results, *a, **kw):
-        results = list(results)
-        dropped.clear()
-        dropped.update(which(prepared, results))
-        return original_merge(prepared, results, *a, **kw)
-
-    def iter_pages(stream, cols, **kw):
-        for page_id, rows in original_iter(stream, cols, **kw):
-            if page_id not in dropped:
-                yield page_id, rows
-    _replace_everywhere(original_merge, merge)
-    _replace_everywhere(original_iter, iter_pages)
-
-
 @fault("merge-absent-page-rows-deleted")
 def _():
     _drop_rows(lambda prepared, results: {pid for pid in prepared.ledger} - {p.page_id for p in prepared.discovery.pages})
@@ -2991,14 +2883,7 @@ def _():
 
 @fault("budget-fetches-counts-failed")
 def _():
-    P = _planner()
-    original = P.Planner.report
-
-    def report(self, result):
-        original(self, result)
-        if result.outcome != "fetched":
-            self.fetched += 1
-    P.Planner.report = report
+    failures_use_fetches()     # this project wrote the same fault (budget-failures-use-fetches)
 
 
 @fault("budget-fetches-excludes-unchanged")
@@ -3723,6 +3608,149 @@ def _():
 def _():
     import collection.fetch.fetcher as F
     F.range_plan = lambda status, headers, threshold: None
+
+
+
+# --- the rest that the run loop and the fetcher decide -----------------------------------------
+@fault("discovery-explicit-request")
+def _():
+    import collection.run.loop as L
+    from collection.fetch import budgets as B
+    from collection.fetch.fetcher import FetchSpec
+    original = L._discover
+
+    def _discover(source, fetcher, log):
+        config = source.collection.discovery
+        if config.kind == "explicit" and config.members:
+            fetcher.fetch(FetchSpec(config.members[0].url, B.LISTING, ()))   # asks the first member once
+        return original(source, fetcher, log)
+    L._discover = _discover
+
+
+@fault("discovery-new-id-state-fetched")
+def _():
+    from dataclasses import replace
+    _remember_ledger()
+
+    def drop_unchosen(r, p, rs):
+        chosen = {x.page_id for x in rs}
+        before = _LEDGER_BEFORE.get("ids", set())
+        keep = {pid: row for pid, row in r.ledger.items() if pid in before or pid in chosen or row.state != "pending"}
+        if len(keep) == len(r.ledger):
+            return r
+        pending = sum(1 for row in keep.values() if row.state == "pending")
+        return _recomplete(replace(_cov(r, known=len(keep), pending=pending), ledger=keep))
+    _merge_post(drop_unchosen)
+
+
+@fault("robots-not-first")
+def _():
+    import collection.fetch.fetcher as F
+    from collection.fetch import budgets as B
+    original_allow, fetch = F.Fetcher._robots_allow, F.Fetcher._fetch
+
+    def _fetch(self, spec, tally):
+        # the first listing goes out before robots.txt is asked for (and so is never checked)
+        if spec.kind == B.LISTING and not getattr(self, "_first_listing_done", False):
+            self._first_listing_done = True
+            self._skip_robots_once = True
+        try:
+            return fetch(self, spec, tally)
+        finally:
+            self._skip_robots_once = False
+
+    def _robots_allow(self, url):
+        if getattr(self, "_skip_robots_once", False):
+            return True
+        return original_allow(self, url)
+    F.Fetcher._fetch = _fetch
+    F.Fetcher._robots_allow = _robots_allow
+
+
+def _send_headers(fn):
+    import collection.fetch.fetcher as F
+    original = F.Fetcher._send
+
+    def _send(self, kind, url, cause, tally, headers):
+        return original(self, kind, url, cause, tally, fn(kind, tuple(headers)))
+    F.Fetcher._send = _send
+
+
+@fault("wire-user-agent-listing-default")
+def _():
+    from collection.fetch import budgets as B
+    _send_headers(lambda kind, headers: headers + (("User-Agent", "python-urllib3/2.2"),) if kind == B.LISTING else headers)
+
+
+@fault("wire-user-agent-robots-default")
+def _():
+    _send_headers(lambda kind, headers: headers + (("User-Agent", "python-urllib3/2.2"),) if kind is None else headers)
+
+
+def _politeness_bypass(which):
+    """Requests which(kind, cause) names skip the per-host limiter and leave no trace in it."""
+    import collection.fetch.fetcher as F
+    import collection.fetch.politeness as Po
+    send, wait, sent = F.Fetcher._send, F.Fetcher._wait_ready, Po.Politeness.sent
+
+    def _send(self, kind, url, cause, tally, headers):
+        self._bypass = which(kind, cause)
+        try:
+            return send(self, kind, url, cause, tally, headers)
+        finally:
+            self._bypass = False
+
+    def _wait_ready(self, host):
+        if getattr(self, "_bypass", False):
+            return None
+        return wait(self, host)
+    F.Fetcher._send = _send
+    F.Fetcher._wait_ready = _wait_ready
+
+
+@fault("wire-interval-retries-immediate")
+def _():
+    from collection.fetch import budgets as B
+    _politeness_bypass(lambda kind, cause: cause == B.RETRY)
+
+
+@fault("wire-interval-listing-exempt")
+def _():
+    from collection.fetch import budgets as B
+    import collection.fetch.politeness as Po
+    _politeness_bypass(lambda kind, cause: False)
+    sent = Po.Politeness.sent
+    import collection.fetch.fetcher as F
+    send = F.Fetcher._send
+
+    def _send(self, kind, url, cause, tally, headers):
+        _LISTING_FLAG.on = kind == B.LISTING
+        try:
+            return send(self, kind, url, cause, tally, headers)
+        finally:
+            _LISTING_FLAG.on = False
+    F.Fetcher._send = _send
+    # a listing does not update the limiter: the page after it goes at once
+    original_sent = Po.Politeness.sent
+    Po.Politeness.sent = lambda self, ticket, now: None if getattr(_LISTING_FLAG, "on", False) else original_sent(self, ticket, now)
+
+
+class _Flag:
+    on = False
+
+
+_LISTING_FLAG = _Flag()
+
+
+@fault("wire-interval-tolerance")
+def _():
+    import collection.fetch.politeness as Po
+    original = Po.Politeness.__init__
+
+    def __init__(self, min_interval, concurrency, *, margin=0.0):
+        original(self, min_interval, concurrency, margin=margin)
+        self.min_interval = max(0.0, self.min_interval - 0.010)
+    Po.Politeness.__init__ = __init__
 
 
 # === end of the faults ====================================================================

@@ -31,8 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mutation_kit import (MUTANTS, _canonical, _coverage, _provenance, _reorder, _replace_everywhere,  # noqa: E402
-                          _split, _wrap, apply, mutant)
+from mutation_kit import (MUTANTS, _canonical, _coverage, _drop_rows, _provenance, _reorder,  # noqa: E402
+                          _replace_everywhere, _split, _wrap, apply, failures_use_fetches, mutant)
 
 # --- ordering ------------------------------------------------------------------------------
 @mutant("order-pending-reversed", "ordering", "pending pages taken in reverse discovery order")
@@ -139,14 +139,7 @@ def _():
 
 @mutant("budget-failures-use-fetches", "budgets", "failed fetches use up max_fetches_per_run (against D-15)")
 def _():
-    import collection.merge.planner as planner
-    original = planner.Planner.report
-
-    def report(self, result):
-        original(self, result)
-        if result.outcome != "fetched":
-            self.fetched += 1
-    planner.Planner.report = report
+    failures_use_fetches()
 
 
 @mutant("budget-redirects-free", "budgets", "redirect hops are not charged to max_requests")
@@ -167,41 +160,13 @@ def _():
 # --- absence and failures ------------------------------------------------------------------
 @mutant("absence-deletes-rows", "absence", "pages discovery no longer lists lose their rows")
 def _():
-    import collection.merge.engine as M
-    listed: set[str] = set()
-    original_prepare, original_iter = M.prepare, M.iter_pages
-
-    def prepare(ledger, discovery, *a, **kw):
-        listed.clear()
-        listed.update(p.page_id for p in discovery.pages)
-        return original_prepare(ledger, discovery, *a, **kw)
-
-    def iter_pages(stream, cols, **kw):
-        for page_id, rows in original_iter(stream, cols, **kw):
-            if page_id in listed or not listed:
-                yield page_id, rows
-    _replace_everywhere(original_prepare, prepare)
-    _replace_everywhere(original_iter, iter_pages)
+    _drop_rows(lambda prepared, results: set() if not prepared.discovery.pages
+               else set(prepared.ledger) - {p.page_id for p in prepared.discovery.pages})
 
 
 @mutant("failure-drops-rows", "failures", "a failed page loses its previous rows")
 def _():
-    import collection.merge.engine as M
-    failed: set[str] = set()
-    original_merge, original_iter = M.merge, M.iter_pages
-
-    def merge(prepared, results, *a, **kw):
-        results = list(results)
-        failed.clear()
-        failed.update(r.page_id for r in results if r.outcome == "failed")
-        return original_merge(prepared, results, *a, **kw)
-
-    def iter_pages(stream, cols, **kw):
-        for page_id, rows in original_iter(stream, cols, **kw):
-            if page_id not in failed:
-                yield page_id, rows
-    _replace_everywhere(original_merge, merge)
-    _replace_everywhere(original_iter, iter_pages)
+    _drop_rows(lambda prepared, results: {r.page_id for r in results if r.outcome == "failed"})
 
 
 @mutant("retry-404", "failures", "404 is retried like a 5xx (both guards: the fetcher's decision and the retry policy)")

@@ -100,6 +100,38 @@ def apply(mid: str) -> None:
 
 
 
+def _drop_rows(which):
+    """Rows of pages which(page_id, prepared, results) names are left out of the merged relation."""
+    import collection.merge.engine as M
+    original_merge, original_iter = M.merge, M.iter_pages
+    dropped: set[str] = set()
+
+    def merge(prepared, results, *a, **kw):
+        results = list(results)
+        dropped.clear()
+        dropped.update(which(prepared, results))
+        return original_merge(prepared, results, *a, **kw)
+
+    def iter_pages(stream, cols, **kw):
+        for page_id, rows in original_iter(stream, cols, **kw):
+            if page_id not in dropped:
+                yield page_id, rows
+    _replace_everywhere(original_merge, merge)
+    _replace_everywhere(original_iter, iter_pages)
+
+
+def failures_use_fetches() -> None:
+    """Failed fetches use up max_fetches_per_run (against D-15)."""
+    import collection.merge.planner as planner
+    original = planner.Planner.report
+
+    def report(self, result):
+        original(self, result)
+        if result.outcome != "fetched":
+            self.fetched += 1
+    planner.Planner.report = report
+
+
 # --- registration: the schema, the refusals, the document as read -------------------------
 def schema_members(name: str, where=lambda sub: True) -> list[dict]:
     """Every subschema of source.schema.json describing a member `name` (edited in place
