@@ -1651,13 +1651,7 @@ def _():
 @fault("url-redirect-landed-not-recorded")
 def _():
     from dataclasses import replace
-    import collection.merge.engine as M
-    original = M.merge
-
-    def merge(prepared, results, *a, **kw):
-        results = [replace(r, landed_url=None) if r.outcome == "skipped_origin" else r for r in results]
-        return original(prepared, results, *a, **kw)
-    _replace_everywhere(original, merge)
+    _merge_pre(lambda prepared, results, kw: [replace(r, landed_url=None) if r.outcome == "skipped_origin" else r for r in results])
 
 
 @fault("url-redirect-offsite-counted-failed")
@@ -1953,13 +1947,7 @@ def _():
 @fault("robots-disallowed-wrong-code")
 def _():
     from dataclasses import replace
-    import collection.merge.engine as M
-    original = M.merge
-
-    def merge(prepared, results, *a, **kw):
-        results = [replace(r, failure_code="http_status_403") if r.failure_code == "robots_disallowed" else r for r in results]
-        return original(prepared, results, *a, **kw)
-    _replace_everywhere(original, merge)
+    _merge_pre(lambda prepared, results, kw: [replace(r, failure_code="http_status_403") if r.failure_code == "robots_disallowed" else r for r in results])
 
 
 @fault("robots-fetched-per-page")
@@ -2180,8 +2168,9 @@ def _():
 
     def _failed(self, url, role, reason, message=""):
         if reason == "media_type_refused":
-            from collection.recipe.refusal import RefusedError
-            raise RefusedError("COLLECTION_MERGE_INVALID", f"{url}: listing media type refused")
+            from collection.recipe.refusal import RefusedError, Refusal
+            raise RefusedError(Refusal("COLLECTION_MERGE_INVALID", "/collection/discovery/url",
+                                       f"{url}: listing media type refused", "seeded fault"))
         return original(self, url, role, reason, message)
     D.DiscoveryState._failed = _failed
 
@@ -2189,13 +2178,7 @@ def _():
 @fault("media-detail-wrong-code")
 def _():
     from dataclasses import replace
-    import collection.merge.engine as M
-    original = M.merge
-
-    def merge(prepared, results, *a, **kw):
-        results = [replace(r, failure_code="decode_error") if r.failure_code == "media_type_refused" else r for r in results]
-        return original(prepared, results, *a, **kw)
-    _replace_everywhere(original, merge)
+    _merge_pre(lambda prepared, results, kw: [replace(r, failure_code="decode_error") if r.failure_code == "media_type_refused" else r for r in results])
 
 
 # --- provenance and the CSV dialect --------------------------------------------------------------

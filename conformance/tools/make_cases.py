@@ -1158,6 +1158,23 @@ case("fetch", "fetch-wire-politeness", "Over TLS: at least min_interval_seconds 
              wire={"min_gap_seconds": 2.0, "max_connections_per_origin": 2, "robots_first": True, "no_credentials": True}))],
      modes=["loopback"])
 
+case("fetch", "fetch-wire-slow-pages", "Over TLS, pages answering slower than min_interval_seconds: a third request to the origin would need a third connection, so it waits for one of the two to finish (FETCH-18), and starts stay min_interval_seconds apart.",
+     ["FETCH-18", "FETCH-19", "D-09", "D-10"],
+     recipe(**{"collection.pages.concurrency": 10, "collection.pages.min_interval_seconds": 1}),
+     [run([listing(L, "a", "b", "c", "d")] + [page(x, x.upper(), delay_seconds=2.5) for x in "abcd"],
+          ok(cov(discovered=4, known=4, fetched_this_run=4), relation(*(P(x, [x.upper()]) for x in "abcd")), {}, {"count": 5},
+             wire={"min_gap_seconds": 1.0, "max_connections_per_origin": 2}))],
+     modes=["loopback"])
+
+case("fetch", "fetch-wire-listings-and-pages", "Over TLS, listings and pages share one host's politeness: every request to the host, listing or page, first try or retry, keeps min_interval_seconds from the one before.",
+     ["FETCH-19", "D-05", "D-10", "FETCH-21"],
+     recipe(**PP, **{"collection.pages.concurrency": 2, "collection.pages.min_interval_seconds": 2, "collection.pages.retries": 1}),
+     [run([listing(f"{L}?page=1", "a", "b"), listing(f"{L}?page=2", "c"), ex(f"{L}?page=3", []),
+           seq(f"{H}/p/a", ex(f"{H}/p/a", "", status=503, ctype="text/plain"), page("a", "A")), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3, discovery_requests=3), relation(*(P(x, [x.upper()]) for x in "abc")), {},
+             {"count": 7}, wire={"min_gap_seconds": 2.0, "max_connections_per_origin": 2, "robots_first": True}))],
+     modes=["loopback"])
+
 case("fetch", "fetch-two-hosts", "Pages on two allowed origins are fetched; each origin's robots.txt is read once.", ["URL-17", "D-10", "D-58"],
      recipe(**{"collection.pages.allowed_origins": [H, "https://cdn.example.com"], "collection.pages.concurrency": 4}),
      [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "c", "link": "https://cdn.example.com/p/c"}]), page("a", "A"), page("https://cdn.example.com/p/c", "C")],
