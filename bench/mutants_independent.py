@@ -2150,6 +2150,9 @@ def _():
     import collection.fetch.mediatypes as MT
     original = MT.accepts
     _replace_everywhere(original, lambda content_type, accepted: True if content_type is None else original(content_type, accepted))
+    import collection.readers.base as Rb
+    reader_accepts = Rb.accepts
+    Rb.accepts = lambda family_id, content_type: True if content_type is None else reader_accepts(family_id, content_type)
     D = _driver()
     refusal = D.DiscoveryState.refusal
 
@@ -3734,6 +3737,46 @@ def _():
         original(self, min_interval, concurrency, margin=margin)
         self.min_interval = max(0.0, self.min_interval - 0.010)
     Po.Politeness.__init__ = __init__
+
+
+
+@fault("reader-decode-error-fails-run")
+def _():
+    import collection.readers.base as Rb
+    original = Rb.decode
+
+    class ReaderCrash(RuntimeError):
+        pass
+
+    def decode(pin, body, content_type, url):
+        result = original(pin, body, content_type, url)
+        if isinstance(result, Rb.DecodeFailure) and result.code == "decode_error":
+            raise ReaderCrash(result.message)      # the Reader's exception is not caught
+        return result
+    _replace_everywhere(original, decode)
+
+
+@fault("refusal-explicit-run-refused")
+def _():
+    import csv as _csv
+    import os
+    from collection.recipe.refusal import RefusedError, Refusal
+
+    def refuse(original, recipe, settings, shell):
+        import json as _json
+        record = original(recipe, settings, shell)
+        try:
+            kind = _json.loads(recipe)["collection"]["discovery"]["kind"]
+        except (ValueError, KeyError, TypeError):
+            kind = None
+        if kind == "explicit":
+            with open(os.path.join(settings.state_dir, "current", "ledger.csv"), encoding="utf-8", newline="") as handle:
+                rows = list(_csv.DictReader(handle))
+            if rows and all(r["failure_code"] == "robots_disallowed" for r in rows):
+                raise RefusedError(Refusal("COLLECTION_DISCOVERY_FAILED", "/collection/discovery",
+                                           "robots.txt failed for the only origin", "seeded fault"))
+        return record
+    _execute(refuse)
 
 
 # === end of the faults ====================================================================
