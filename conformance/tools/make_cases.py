@@ -1217,6 +1217,16 @@ def ts(name: str) -> str:
     return f"{{{{ts:{name}}}}}"
 
 
+case("merge", "merge-interval-exact", "D-63 at the exact instant: with explicit discovery nothing happens between a run's start and its work order, so a page fetched exactly `seconds` before the run is not due; seconds + 100 later it is (the politeness gap, here 3600 s, is not added to the threshold).",
+     ["D-63", "MERGE-30"], explicit(("a", "/p/a"), **{**IV, "collection.pages.min_interval_seconds": 3600}),
+     [run([page("a", "A")], ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1), relation(P("a", ["A"])),
+                               {"a": {"last_fetched_at": ts("lf:a:1")}}, {"count": 1}, clock_slack_seconds=7300)),
+      run([page("a", "A")], ok(cov(discovered=1, known=1, discovery_requests=0), None, {"a": {"last_fetched_at": ts("lf:a:1")}},
+                               {"count": 0}, relation_same_as_run=1, clock_slack_seconds=7300), clock_advance_seconds=3600),
+      run([page("a", "A")], ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1, unchanged=1), None, {},
+                               {"count": 1}, relation_same_as_run=1, clock_slack_seconds=7300), clock_advance_seconds=100)],
+     modes=["inline"], requires=["clock_advance"])
+
 case("merge", "merge-ledger-times", "Ledger times by value (protocol v2): discovered_at is kept for good, last_seen_at moves with every discovery that lists the page and only then, last_fetched_at moves with every successful fetch (D-32) while page_fetched_at stays (D-31); a page is fetched after it was discovered, and pages of one host min_interval_seconds apart.",
      ["D-31", "D-32", "PROV-07", "PROV-09", "MERGE-13", "MERGE-25", "FETCH-19"], recipe(**IV),
      [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION,
