@@ -3465,15 +3465,33 @@ def _():
 
 @fault("refusal-columns-mismatch-ignored")
 def _():
-    import collection.merge.relation as Rel
+    import itertools
     import collection.merge.engine as M
+    import collection.merge.relation as Rel
+    from collection.merge.relation import relation_columns
     _replace_everywhere(Rel.check_relation_header, lambda stream, reader_columns: None)
     original = M.check_predecessor
+    _replace_everywhere(original, lambda ledger_head, relation_head, reader_columns: original(ledger_head, iter(()), reader_columns))
+    pages = Rel.iter_pages
 
-    def check_predecessor(ledger_head, relation_head, reader_columns):
-        problem = original(ledger_head, iter(()), reader_columns)
-        return problem
-    _replace_everywhere(original, check_predecessor)
+    def iter_pages(stream, reader_columns, **kw):
+        # the predecessor's header is never compared: whatever it says, its rows are read by position
+        stream = iter(stream)
+        first = next(stream, None)
+        if first is None:
+            return pages(iter(()), reader_columns, **kw)
+        header = ",".join(relation_columns(reader_columns)) + "\n"
+        return pages(itertools.chain([header], stream), reader_columns, **kw)
+    _replace_everywhere(pages, iter_pages)
+    scan = Rel.scan_relation
+
+    def scan_relation(stream, reader_columns):
+        stream = iter(stream)
+        first = next(stream, None)
+        if first is None:
+            return scan(iter(()), reader_columns)
+        return scan(itertools.chain([",".join(relation_columns(reader_columns)) + "\n"], stream), reader_columns)
+    _replace_everywhere(scan, scan_relation)
 
 
 @fault("refusal-ledger-header-ignored")

@@ -538,6 +538,45 @@ case("discovery", "disc-sitemapindex-one-level", "A sitemapindex is followed exa
           ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=3), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")),
              {f"{H}/p/a": fetched()}, {"count": 4, "never": [f"{H}/deep.xml", f"{H}/p/deep"]}, ledger_pages=[f"{H}/p/a"]))])
 
+OFF_INDEX = ('<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+             '<sitemap><loc>https://www.example.com/sm1.xml</loc></sitemap>'
+             '<sitemap><loc>https://other.example.org/sm9.xml</loc></sitemap></sitemapindex>')
+case("discovery", "disc-sitemapindex-offlist-child", "D-24: a sitemapindex child outside allowed_origins is skipped, never requested, and is no listing failure.",
+     ["D-24", "DISC-22", "COV-07"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", OFF_INDEX, ctype="application/xml"),
+           ex(f"{H}/sm1.xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.com/p/a</loc></url></urlset>', ctype="application/xml"),
+           ex("https://other.example.org/sm9.xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.com/p/z</loc></url></urlset>', ctype="application/xml"),
+           page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P(f"{H}/p/a", ["A"], url=f"{H}/p/a")),
+             {f"{H}/p/a": fetched()}, {"count": 3, "never": ["https://other.example.org/sm9.xml"]}))])
+
+POINTERS = {"collection.discovery.records.pointer": "/data/0/items", "collection.discovery.link.pointer": "/a~1b",
+            "collection.discovery.identity.pointer": "/k~01"}
+case("discovery", "disc-pointer-tokens", "RFC 6901 in discovery pointers: array index tokens, ~1 is '/', ~0 is '~' and ~01 is the two characters '~1'; a record without identity takes its canonical URL (D-27).",
+     ["DISC-07", "DISC-09", "DISC-10", "D-27"], recipe(**POINTERS),
+     [run([ex(L, {"data": [{"items": [{"a/b": "/p/a", "k~1": "ka"}, {"a/b": "/p/x"}]}]}), page("a", "A"), page("x", "X")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("ka", ["A"], url=f"{H}/p/a"), P(f"{H}/p/x", ["X"], url=f"{H}/p/x")),
+             {"ka": fetched(), f"{H}/p/x": fetched()}, {"count": 3}, ledger_pages=["ka", f"{H}/p/x"]))])
+
+case("merge", "merge-sort-numeric-ids", "page_id sorts bytewise even when ids look like numbers: \"10\" before \"9\".", ["PROV-14", "D-29"], recipe(),
+     [run([listing(L, "9", "10"), page("9", "N"), page("10", "T")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("9", ["N"]), P("10", ["T"])), {}, {"count": 3}))])
+
+case("fetch", "fetch-429-retried-after", "429 is retried like 5xx (D-08), no sooner than its Retry-After says.", ["D-08", "FETCH-21"],
+     recipe(**{"collection.pages.retries": 1}),
+     [run([listing(L, "a"), seq(f"{H}/p/a", ex(f"{H}/p/a", "", status=429, ctype="text/plain", headers=[("Retry-After", "40")]), page("a", "A"))],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 3, "max_per_url": 2},
+             time_order=[["disc:a", 40, "fetch:a:1"]], clock_slack_seconds=3600))])
+
+SB_LIST = '[{"id":"a","link":"/p/a"},{"id":"b","link":"/p/b"}]'
+case("fetch", "fetch-source-bytes-listings-count", "Listing bytes count toward max_source_bytes (D-20): the listing and page a fit, page b would pass the cap and is not taken; a listing refused for its media type is refused unread and costs nothing.",
+     ["D-20", "FETCH-14", "DISC-31"], recipe(**{"collection.discovery.pagination": {"kind": "page_parameter", "parameter": "page"}, "limits.max_source_bytes": len(SB_LIST) + len(page_body("A")) + 5}),
+     [run([ex(f"{L}?page=1", SB_LIST), ex(f"{L}?page=2", "<html>" + "x" * 4000 + "</html>", ctype="text/html"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, discovery_requests=2, discovery_complete=False, discovery_failure=f"{L}?page=2",
+                 pending={"between": [0, 1]}, failed={"between": [0, 1]}, failed_this_run={"between": [0, 1]},
+                 budget_exhausted="max_source_bytes", complete=False),
+             relation(P("a", ["A"])), {"a": fetched()}, {"include": [f"{H}/p/a"]}))])
+
 case("discovery", "disc-sitemap-doctype-refused", "A sitemap carrying a DOCTYPE is not read: with nothing to continue from the run is refused.",
      ["DISC-05", "REF-03"], recipe(**SM),
      [run([ex(f"{H}/sitemap.xml", '<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY e "https://www.example.com/p/a">]>'
