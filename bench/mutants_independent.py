@@ -3566,21 +3566,6 @@ def _():
     _merge_pre(lambda p, rs, kw: [r for r in rs if not (r.outcome == "fetched" and not r.rows)])
 
 
-@fault("reader-column-mismatch-padded")
-def _():
-    from dataclasses import replace
-
-    def pad(p, rs, kw):
-        width = len(kw["reader_columns"])
-        out = []
-        for r in rs:
-            if r.outcome == "fetched" and r.rows and any(len(x) != width for x in r.rows):
-                r = replace(r, rows=tuple(tuple(list(x[:width]) + [""] * (width - len(x))) for x in r.rows))
-            out.append(r)
-        return out
-    _merge_pre(pad)
-
-
 # --- wire -------------------------------------------------------------------------------------
 @fault("wire-user-agent-no-info-url")
 def _():
@@ -3795,6 +3780,46 @@ def _():
                                            "robots.txt failed for the only origin", "seeded fault"))
         return record
     _execute(refuse)
+
+
+
+def _html_table(on_mismatch):
+    """html.tabular's table mode, with on_mismatch(header, declared) deciding what a header
+    that is not the declared one means: None keeps column_mismatch, else the index of each
+    declared column in the page's header (None: the column is missing)."""
+    import collection.readers.html_tabular as Ht
+    original = Ht._table
+
+    def _table(root, options):
+        try:
+            return original(root, options)
+        except Ht.ReaderFailure as failure:
+            if "header" not in failure.message:
+                raise
+            tables = [t for t in Ht.compile_selector(options["selector"]).select(root) if t.tag == "table"]
+            grid = Ht._grid(tables[0])
+            declared = [Ht.header_of(c)[1] for c in options["columns"]]
+            at = on_mismatch(list(grid[0]), declared)
+            if at is None:
+                raise
+            rows = []
+            for cells in grid[1:]:
+                row = tuple(cells[i] if i is not None and i < len(cells) else "" for i in at)
+                if any(row):
+                    rows.append(row)
+            return tuple(rows)
+    Ht._table = _table
+
+
+@fault("reader-column-mismatch-padded")
+def _():
+    _html_table(lambda header, declared: [header.index(d) if d in header else None for d in declared])
+
+
+@fault("reader-column-order-ignored")
+def _():
+    _html_table(lambda header, declared: [header.index(d) for d in declared]
+                if sorted(h for h in header if h) == sorted(declared) else None)
 
 
 # === end of the faults ====================================================================

@@ -1016,8 +1016,8 @@ HT_OPTIONS = '{"table":{"columns":["title","n"],"selector":"table.t"}}'
 HT_A = '<table class="t"><tr><th>title</th><th>n</th></tr><tr><td>A  one</td><td>1</td></tr><tr><td>A2</td></tr><tr><td> </td></tr></table>'
 HT_B = ('<html xmlns="http://www.w3.org/1999/xhtml"><body><table class="t"><tr><th>title</th><th>n</th></tr>'
         '<tr><td>B</td><td>2</td></tr></table></body></html>')
-HT_A2 = '<table class="t"><tr><th>name</th><th>n</th></tr><tr><td>A new</td><td>9</td></tr></table>'
-case("fetch", "read-html-tabular", "html.tabular: a table's header must equal the declared columns; short rows are padded, empty rows skipped, text normalised; application/xhtml+xml is an HTML type; a page whose header changed fails column_mismatch and keeps its previous rows (D-12).",
+HT_A2 = '<table class="t"><tr><th>n</th><th>title</th></tr><tr><td>9</td><td>A new</td></tr></table>'
+case("fetch", "read-html-tabular", "html.tabular: a table's header must equal the declared columns, in order; short rows are padded, empty rows skipped, text normalised; application/xhtml+xml is an HTML type; a page whose header changed (here: the same columns swapped) fails column_mismatch and keeps its previous rows (D-12).",
      ["READ-04", "READ-05", "READ-06", "D-12", "D-37", "MERGE-22", "MERGE-24"],
      reader_recipe("html.tabular", "1.0.0", HT_OPTIONS, **RH),
      [run([listing(L, ("a", "/p/a", {"modified": "1"}), ("b", "/p/b", {"modified": "1"})),
