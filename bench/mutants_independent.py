@@ -3583,8 +3583,18 @@ def _():
 
 @fault("wire-three-connections")
 def _():
+    # no per-origin cap anywhere: the scheduler, the fetcher and the connection pool all take 25
     import collection.fetch.fetcher as F
-    F.PER_ORIGIN_IN_FLIGHT = 25
+    import collection.fetch.politeness as Po
+    import collection.fetch.urllib3_transport as U
+    import collection.run.loop as L
+    for module in (F, Po, L):
+        module.PER_ORIGIN_IN_FLIGHT = 25
+    original = U.Urllib3Transport.__init__
+
+    def __init__(self, *a, **kw):
+        original(self, *a, **{**kw, "per_host_connections": 25})
+    U.Urllib3Transport.__init__ = __init__
 
 
 @fault("wire-retry-after-ignored")

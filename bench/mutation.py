@@ -358,6 +358,13 @@ def main() -> int:
     survivors = [m for m in ids if not results[m]["killed_by"]]
     for mode in modes:
         print(f"[{mode}] killed {sum(1 for m in ids if results[m]['mode'] == mode)} in {seconds[mode]} s")
+    for fault_set in ("ours", "independent"):
+        mine = [m for m in ids if MUTANTS[m]["set"] == fault_set]
+        if mine:
+            by_mode = {mode: sum(1 for m in mine if results[m]["mode"] == mode) for mode in modes}
+            total_killed = sum(by_mode.values())
+            print(f"{fault_set:>11}: {total_killed}/{len(mine)} killed = {100 * total_killed / len(mine):.1f}%  "
+                  + "  ".join(f"{mode} {n}" for mode, n in by_mode.items()))
     print(f"\nmutation score: {len(killed)}/{len(ids)} = {100 * len(killed) / max(1, len(ids)):.1f}% killed")
     if survivors:
         print("survivors: " + ", ".join(survivors))
