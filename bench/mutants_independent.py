@@ -3717,8 +3717,6 @@ def _():
 def _():
     from collection.fetch import budgets as B
     import collection.fetch.politeness as Po
-    _politeness_bypass(lambda kind, cause: False)
-    sent = Po.Politeness.sent
     import collection.fetch.fetcher as F
     send = F.Fetcher._send
 
@@ -3729,9 +3727,21 @@ def _():
         finally:
             _LISTING_FLAG.on = False
     F.Fetcher._send = _send
-    # a listing does not update the limiter: the page after it goes at once
-    original_sent = Po.Politeness.sent
+    # a listing does not update the limiter (neither its start nor its send): the page after
+    # it goes at once
+    original_sent, original_start = Po.Politeness.sent, Po.Politeness.try_start
     Po.Politeness.sent = lambda self, ticket, now: None if getattr(_LISTING_FLAG, "on", False) else original_sent(self, ticket, now)
+
+    def try_start(self, host, now):
+        before = self._hosts[host].last_start if host in self._hosts else None
+        ticket = original_start(self, host, now)
+        if ticket is not None and _LISTING_FLAG.on:
+            if before is None:
+                self._hosts[host].last_start = -float("inf")
+            else:
+                self._hosts[host].last_start = before
+        return ticket
+    Po.Politeness.try_start = try_start
 
 
 class _Flag:

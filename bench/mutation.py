@@ -320,6 +320,8 @@ def main() -> int:
     parser.add_argument("--set", choices=("ours", "independent", "all"), default="all", dest="fault_set")
     parser.add_argument("--mode", choices=("inline", "loopback", "both"), default="inline")
     parser.add_argument("--write", action="store_true", help="record the kills (bench/kills.json, conformance/fault_kills.json)")
+    parser.add_argument("--update", action="store_true",
+                        help="with --only: replace those faults' entries in the recorded kills, keep the rest")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     _load_all()
@@ -368,10 +370,17 @@ def main() -> int:
     print(f"\nmutation score: {len(killed)}/{len(ids)} = {100 * len(killed) / max(1, len(ids)):.1f}% killed")
     if survivors:
         print("survivors: " + ", ".join(survivors))
-    if args.write:
-        record = {"modes": modes, "seconds": seconds, "faults": [
-            {"id": m, **{k: MUTANTS[m][k] for k in ("set", "area", "clauses", "mode", "what")}, **results[m]}
-            for m in ids]}
+    if args.write or args.update:
+        entries = [{"id": m, **{k: MUTANTS[m][k] for k in ("set", "area", "clauses", "mode", "what")}, **results[m]}
+                   for m in ids]
+        record = {"modes": modes, "seconds": seconds, "faults": entries}
+        if args.update:
+            old = json.loads((ROOT / "bench" / "kills.json").read_text(encoding="utf-8"))
+            fresh = {e["id"]: e for e in entries}
+            record = {**old, "faults": [fresh.get(e["id"], e) for e in old["faults"]],
+                      "updated": sorted(fresh)}
+        ids = [f["id"] for f in record["faults"]]
+        killed = [f["id"] for f in record["faults"] if f["killed_by"]]
         (ROOT / "bench" / "kills.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         clauses = {}
         for f in record["faults"]:
