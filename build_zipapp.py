@@ -323,6 +323,48 @@ def embedded_commit(pyz: Path) -> str | None:
     return None
 
 
+# --- collection-conformance.pyz: the suite alone -----------------------------------------
+CONFORMANCE_SCHEMAS = ("conformance-case.schema.json", "harness-protocol.schema.json", "fixture.schema.json")
+CONFORMANCE_MAIN = """import sys
+from conformance.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def build_conformance(output: Path, commit: str = "HEAD") -> Path:
+    """`collection-conformance.pyz`: the conformance package and the three schemas it reads,
+    from the committed tree of `commit`, as a stdlib zipapp (pure Python, no collection).
+    It needs `jsonschema` in the interpreter (inline mode); loopback mode also `trustme`,
+    named in a clear error when missing. Deterministic: fixed timestamps, sorted entries."""
+    with tempfile.TemporaryDirectory(prefix="conformance-pyz-") as tmp:
+        archive = run(["git", "-C", str(ROOT), "archive", "--format=tar", commit, "conformance", "schemas"],
+                      capture_output=True).stdout
+        staged = Path(tmp)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            members = [m for m in tar.getmembers()
+                       if m.name.startswith("conformance/") or m.name in tuple(f"schemas/{n}" for n in CONFORMANCE_SCHEMAS)]
+            tar.extractall(staged, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        entries: dict[str, bytes] = {"__main__.py": CONFORMANCE_MAIN.encode("utf-8")}
+        for path in sorted((staged / "conformance").rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                entries[path.relative_to(staged).as_posix()] = path.read_bytes()
+        for name in CONFORMANCE_SCHEMAS:
+            entries[f"conformance/schemas/{name}"] = (staged / "schemas" / name).read_bytes()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_suffix(output.suffix + ".part")
+    with open(partial, "wb") as raw:
+        raw.write(b"#!/usr/bin/env python3\n")
+        with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name in sorted(entries):
+                info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, entries[name])
+    partial.chmod(0o755)
+    partial.replace(output)
+    return output
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -331,11 +373,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default="HEAD", help="the commit to build (default: HEAD)")
     ap.add_argument("--no-check", action="store_true",
                     help="skip running the built pyz once under this interpreter")
+    ap.add_argument("--conformance", action="store_true",
+                    help="build dist/collection-conformance.pyz (the suite alone, no collection) instead")
     ap.add_argument("--pex-arg", action="append", default=[], metavar="ARG",
                     help="extra argument for pex, repeatable (for experiments; e.g. --pex-arg=--max-install-jobs=0)")
     args = ap.parse_args(argv)
     if sys.version_info < (3, 11):
         ap.error("needs Python 3.11 or newer")
+    if args.conformance:
+        default = ROOT / "dist" / "collection.pyz"
+        target = ROOT / "dist" / "collection-conformance.pyz" if args.output == default else args.output
+        out = build_conformance(target.resolve(), args.commit)
+        print(f"{out}  {out.stat().st_size} bytes  sha256 {sha256(out)}")
+        return 0
     out = build(args.output.resolve(), args.commit, check=not args.no_check,
                 extra_pex_args=args.pex_arg)
     print(f"{out}  {out.stat().st_size} bytes  sha256 {sha256(out)}")

@@ -1,11 +1,19 @@
 """Strictness of the conformance suite, measured by seeding faults into collection.
 
-    .venv/bin/python bench/mutation.py [-j N] [--only ID,ID]
+    .venv/bin/python bench/mutation.py [--set ours|independent|all] [--mode inline|loopback|both]
+                                       [-j N] [--only ID,ID] [--write]
 
 Each mutant is a monkeypatch applied inside the harness process (the project harness reads
-COLLECTION_MUTANT=<id> and calls `apply(id)` before any case runs); no source file is ever
-edited. The suite runs (inline mode) against every mutant; a mutant is killed when at least
-one case fails or errors. Prints the score and the survivors.
+COLLECTION_MUTANT=<id> and calls `mutation_kit.apply(id)` before any case runs); no source
+file is ever edited. Two sets register into one mechanism (bench/mutation_kit.py): this
+project's own faults (below) and the independent ones (bench/mutants_independent.py, from
+bench/faults.json, written from the specification alone). A mutant is killed when at least
+one case fails or errors that passes without it. `--mode both` runs inline first, then
+loopback for the inline survivors and the faults their author marked loopback. Cases naming
+the fault's clauses run first and the run stops at the first kill, so killed mutants cost
+little; survivors run the whole suite. `--write` records the kills in bench/kills.json and
+conformance/fault_kills.json (which `python -m conformance clauses` reads: a clause is covered
+when a fault of it is killed).
 """
 
 from __future__ import annotations
@@ -13,70 +21,31 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-MUTANTS: dict[str, tuple[str, str]] = {}      # id -> (area, what it breaks)
-_APPLY: dict[str, callable] = {}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def mutant(mid: str, area: str, what: str):
-    def register(fn):
-        MUTANTS[mid] = (area, what)
-        _APPLY[mid] = fn
-        return fn
-    return register
-
-
-def _replace_everywhere(original, replacement) -> None:
-    """Rebind every `collection.*` module global that names `original` (names imported with
-    `from x import y` are copies, so patching the defining module alone is not enough)."""
-    import collection.run.loop  # noqa: F401  (load the whole graph first)
-    for name, module in list(sys.modules.items()):
-        if name == "collection" or name.startswith("collection."):
-            for attr, value in list(vars(module).items()):
-                if value is original:
-                    setattr(module, attr, replacement)
-
-
-def _wrap(module_name: str, attr: str, make):
-    import importlib
-    module = importlib.import_module(module_name)
-    original = getattr(module, attr)
-    _replace_everywhere(original, make(original))
-
+from mutation_kit import (MUTANTS, _canonical, _coverage, _drop_rows, _provenance, _reorder,  # noqa: E402
+                          _replace_everywhere, _split, _wrap, apply, failures_use_fetches, mutant)
 
 # --- ordering ------------------------------------------------------------------------------
-def _reorder(fn):
-    def make(original):
-        @functools.wraps(original)
-        def work_order(ledger, revisit, now):
-            return fn(original(ledger, revisit, now))
-        return work_order
-    _wrap("collection.merge.planner", "work_order", make)
-
-
-def _split(choices):
-    return ([c for c in choices if c.why == "pending"], [c for c in choices if c.why == "failed"],
-            [c for c in choices if c.why == "revisit"])
-
-
 @mutant("order-pending-reversed", "ordering", "pending pages taken in reverse discovery order")
 def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(p[::-1] + f + r))(*_split(cs)))
 
 
-@mutant("order-failed-newest-first", "ordering", "failed pages taken newest failure first")
+@mutant("ours-order-failed-newest-first", "ordering", "failed pages taken newest failure first")
 def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(p + f[::-1] + r))(*_split(cs)))
 
 
-@mutant("order-failed-before-pending", "ordering", "failed pages before pending ones")
+@mutant("ours-order-failed-before-pending", "ordering", "failed pages before pending ones")
 def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(f + p + r))(*_split(cs)))
 
@@ -86,22 +55,12 @@ def _():
     _reorder(lambda cs: (lambda p, f, r: tuple(r + p + f))(*_split(cs)))
 
 
-@mutant("revisit-never-skips-failed", "ordering", "failed pages are never retried on a later run")
+@mutant("ours-revisit-never-skips-failed", "ordering", "failed pages are never retried on a later run")
 def _():
     _reorder(lambda cs: tuple(c for c in cs if c.why != "failed"))
 
 
 # --- revisions and digests ---------------------------------------------------------------
-def _provenance(transform):
-    def make(original):
-        @functools.wraps(original)
-        def provenance_row(reader_row, page_id, page_url, fetched_at, sha, revision, discovered_at, ordinal):
-            args = transform(list((reader_row, page_id, page_url, fetched_at, sha, revision, discovered_at, ordinal)))
-            return original(*args)
-        return provenance_row
-    _wrap("collection.merge.relation", "provenance_row", make)
-
-
 @mutant("revision-never-increments", "revisions", "page_revision stays 1 when the digest changes")
 def _():
     _provenance(lambda a: a[:5] + [1] + a[6:])
@@ -128,15 +87,6 @@ def _():
 
 
 # --- coverage counters ---------------------------------------------------------------------
-def _coverage(transform):
-    import collection.merge.coverage as cov
-    original = cov.Coverage.as_dict
-
-    def as_dict(self):
-        return transform(original(self))
-    cov.Coverage.as_dict = as_dict
-
-
 @mutant("coverage-unchanged-zero", "coverage", "unchanged is always 0")
 def _():
     _coverage(lambda d: {**d, "unchanged": 0})
@@ -177,7 +127,7 @@ def _():
 
 
 # --- budgets ------------------------------------------------------------------------------
-@mutant("budget-fetches-plus-one", "budgets", "max_fetches_per_run allows one fetch more")
+@mutant("ours-budget-fetches-plus-one", "budgets", "max_fetches_per_run allows one fetch more")
 def _():
     import collection.merge.planner as planner
     original = planner.Planner.__init__
@@ -189,14 +139,7 @@ def _():
 
 @mutant("budget-failures-use-fetches", "budgets", "failed fetches use up max_fetches_per_run (against D-15)")
 def _():
-    import collection.merge.planner as planner
-    original = planner.Planner.report
-
-    def report(self, result):
-        original(self, result)
-        if result.outcome != "fetched":
-            self.fetched += 1
-    planner.Planner.report = report
+    failures_use_fetches()
 
 
 @mutant("budget-redirects-free", "budgets", "redirect hops are not charged to max_requests")
@@ -217,41 +160,13 @@ def _():
 # --- absence and failures ------------------------------------------------------------------
 @mutant("absence-deletes-rows", "absence", "pages discovery no longer lists lose their rows")
 def _():
-    import collection.merge.engine as M
-    listed: set[str] = set()
-    original_prepare, original_iter = M.prepare, M.iter_pages
-
-    def prepare(ledger, discovery, *a, **kw):
-        listed.clear()
-        listed.update(p.page_id for p in discovery.pages)
-        return original_prepare(ledger, discovery, *a, **kw)
-
-    def iter_pages(stream, cols, **kw):
-        for page_id, rows in original_iter(stream, cols, **kw):
-            if page_id in listed or not listed:
-                yield page_id, rows
-    _replace_everywhere(original_prepare, prepare)
-    _replace_everywhere(original_iter, iter_pages)
+    _drop_rows(lambda prepared, results: set() if not prepared.discovery.pages
+               else set(prepared.ledger) - {p.page_id for p in prepared.discovery.pages})
 
 
 @mutant("failure-drops-rows", "failures", "a failed page loses its previous rows")
 def _():
-    import collection.merge.engine as M
-    failed: set[str] = set()
-    original_merge, original_iter = M.merge, M.iter_pages
-
-    def merge(prepared, results, *a, **kw):
-        results = list(results)
-        failed.clear()
-        failed.update(r.page_id for r in results if r.outcome == "failed")
-        return original_merge(prepared, results, *a, **kw)
-
-    def iter_pages(stream, cols, **kw):
-        for page_id, rows in original_iter(stream, cols, **kw):
-            if page_id not in failed:
-                yield page_id, rows
-    _replace_everywhere(original_merge, merge)
-    _replace_everywhere(original_iter, iter_pages)
+    _drop_rows(lambda prepared, results: {r.page_id for r in results if r.outcome == "failed"})
 
 
 @mutant("retry-404", "failures", "404 is retried like a 5xx (both guards: the fetcher's decision and the retry policy)")
@@ -281,7 +196,7 @@ def _():
     F.Fetcher.__init__ = __init__
 
 
-@mutant("robots-ignored", "failures", "robots.txt is never consulted")
+@mutant("ours-robots-ignored", "failures", "robots.txt is never consulted")
 def _():
     import collection.fetch.fetcher as F
     original = F.Fetcher.__init__
@@ -292,15 +207,6 @@ def _():
 
 
 # --- canonicalisation and origins ---------------------------------------------------------
-def _canonical(transform):
-    def make(original):
-        @functools.wraps(original)
-        def canonicalise(link, base=None):
-            return transform(original(link, base), link)
-        return canonicalise
-    _wrap("collection.urls", "canonicalise", make)
-
-
 @mutant("canonical-lowercase-path", "canonicalisation", "the path is lowercased")
 def _():
     _canonical(lambda url, link: (lambda p: urlunsplit(p._replace(path=p.path.lower())))(urlsplit(url)))
@@ -377,39 +283,116 @@ def _():
     M._write_clamped = _write_clamped
 
 
-def apply(mid: str) -> None:
-    if mid not in _APPLY:
-        raise SystemExit(f"unknown mutant {mid!r}")
-    _APPLY[mid]()
+def _load_all() -> None:
+    import mutants_independent  # noqa: F401  (registers the independent set)
+
+
+def _ordered(cases, clauses):
+    first = [c for c in cases if set(c.clauses) & set(clauses)]
+    return first + [c for c in cases if c not in first]
+
+
+def _loopback_cases(cases, clauses):
+    """Loopback runs on the wall clock (politeness waits are real), so a mutant meets the cases
+    naming its clauses and every case with a wire expectation, not the whole suite."""
+    return [c for c in cases if set(c.clauses) & set(clauses)
+            or any("wire" in r.get("expect", {}) for r in c.data.get("runs", []))]
+
+
+def _run_one(mid, mode, cases, harness, jobs, base_failing):
+    from conformance.runner import ERRORED, FAIL, run_suite
+
+    if mode == "loopback":
+        cases = _loopback_cases(cases, MUTANTS[mid]["clauses"])
+    outcome = run_suite(harness, cases=_ordered(cases, MUTANTS[mid]["clauses"]), jobs=jobs, mode=mode,
+                        env={"COLLECTION_MUTANT": mid}, stop_on_failure=True, keep_order=True)
+    broken = [v for v in outcome.verdicts if v.message.startswith("harness did not start")]
+    if broken:   # the fault could not be seeded: never count that as a kill
+        print(f"BROKEN   {mid}: {broken[0].message[-600:]}", flush=True)
+        return None
+    return sorted(v.case for v in outcome.verdicts if v.status in (FAIL, ERRORED) and v.case not in base_failing)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-j", type=int, default=os.cpu_count() or 4)
     parser.add_argument("--only")
+    parser.add_argument("--set", choices=("ours", "independent", "all"), default="all", dest="fault_set")
+    parser.add_argument("--mode", choices=("inline", "loopback", "both"), default="inline")
+    parser.add_argument("--write", action="store_true", help="record the kills (bench/kills.json, conformance/fault_kills.json)")
+    parser.add_argument("--update", action="store_true",
+                        help="with --only: replace those faults' entries in the recorded kills, keep the rest")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    _load_all()
     from conformance.runner import ERRORED, FAIL, run_suite
+    from conformance.suite import load_cases
 
     harness = f"{sys.executable} -m conformance.harnesses.collection_harness"
-    baseline = run_suite(harness, jobs=args.j)
-    base_failing = {v.case for v in baseline.verdicts if v.status in (FAIL, ERRORED)}
-    print(f"baseline: {len(baseline.verdicts)} cases, {len(base_failing)} failing {sorted(base_failing)} "
-          f"in {baseline.seconds:.1f} s")
-    ids = args.only.split(",") if args.only else list(MUTANTS)
-    killed, survivors = [], []
-    began = time.monotonic()
-    for mid in ids:
-        outcome = run_suite(harness, jobs=args.j, env={"COLLECTION_MUTANT": mid})
-        newly = sorted(v.case for v in outcome.verdicts if v.status in (FAIL, ERRORED) and v.case not in base_failing)
-        (killed if newly else survivors).append(mid)
-        print(f"{'killed  ' if newly else 'SURVIVED'} {mid:<34} {MUTANTS[mid][1]}"
-              + (f"  ← {len(newly)} cases, e.g. {newly[0]}" if newly else ""))
-    total = len(ids)
-    print(f"\nmutation score: {len(killed)}/{total} = {100 * len(killed) / total:.0f}% killed "
-          f"in {time.monotonic() - began:.0f} s")
+    ids = args.only.split(",") if args.only else [m for m, meta in MUTANTS.items()
+                                                   if args.fault_set in ("all", meta["set"])]
+    cases = load_cases()
+    modes = ["inline", "loopback"] if args.mode == "both" else [args.mode]
+    results = {mid: {"killed_by": None, "mode": None} for mid in ids}
+    seconds = {}
+    for mode in modes:
+        began = time.monotonic()
+        baseline = run_suite(harness, cases=cases, jobs=args.j, mode=mode)
+        base_failing = {v.case for v in baseline.verdicts if v.status in (FAIL, ERRORED)}
+        print(f"[{mode}] baseline: {len(baseline.verdicts)} cases, {len(base_failing)} failing "
+              f"{sorted(base_failing)} in {baseline.seconds:.1f} s", flush=True)
+        if mode == "loopback" and len(modes) == 2:
+            todo = [m for m in ids if results[m]["killed_by"] is None and not results[m].get("broken")]
+        else:
+            todo = ids
+        for mid in todo:
+            meta = MUTANTS[mid]
+            newly = _run_one(mid, mode, cases, harness, args.j, base_failing)
+            if newly is None:
+                results[mid] = {"killed_by": None, "mode": None, "broken": True}
+                continue
+            if newly:
+                results[mid] = {"killed_by": newly[0], "mode": mode}
+            print(f"{'killed  ' if newly else 'SURVIVED'} [{mode}] {mid:<44} {meta['what'][:90]}"
+                  + (f"  <- {newly[0]}" if newly else ""), flush=True)
+        seconds[mode] = round(time.monotonic() - began, 1)
+    killed = [m for m in ids if results[m]["killed_by"]]
+    survivors = [m for m in ids if not results[m]["killed_by"]]
+    for mode in modes:
+        print(f"[{mode}] killed {sum(1 for m in ids if results[m]['mode'] == mode)} in {seconds[mode]} s")
+    for fault_set in ("ours", "independent"):
+        mine = [m for m in ids if MUTANTS[m]["set"] == fault_set]
+        if mine:
+            by_mode = {mode: sum(1 for m in mine if results[m]["mode"] == mode) for mode in modes}
+            total_killed = sum(by_mode.values())
+            print(f"{fault_set:>11}: {total_killed}/{len(mine)} killed = {100 * total_killed / len(mine):.1f}%  "
+                  + "  ".join(f"{mode} {n}" for mode, n in by_mode.items()))
+    print(f"\nmutation score: {len(killed)}/{len(ids)} = {100 * len(killed) / max(1, len(ids)):.1f}% killed")
     if survivors:
         print("survivors: " + ", ".join(survivors))
+    if args.write or args.update:
+        entries = [{"id": m, **{k: MUTANTS[m][k] for k in ("set", "area", "clauses", "mode", "what")}, **results[m]}
+                   for m in ids]
+        record = {"modes": modes, "seconds": seconds, "faults": entries}
+        if args.update:
+            old = json.loads((ROOT / "bench" / "kills.json").read_text(encoding="utf-8"))
+            fresh = {e["id"]: e for e in entries}
+            record = {**old, "faults": [fresh.get(e["id"], e) for e in old["faults"]],
+                      "updated": sorted(fresh)}
+        ids = [f["id"] for f in record["faults"]]
+        killed = [f["id"] for f in record["faults"] if f["killed_by"]]
+        (ROOT / "bench" / "kills.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        clauses = {}
+        for f in record["faults"]:
+            for c in f["clauses"]:
+                entry = clauses.setdefault(c, {"faults": 0, "killed": []})
+                entry["faults"] += 1
+                if f["killed_by"]:
+                    entry["killed"].append(f["id"])
+        (ROOT / "conformance" / "fault_kills.json").write_text(json.dumps(
+            {"source": "bench/mutation.py --write (faults seeded into collection, killed by the suite)",
+             "faults": len(ids), "killed": len(killed), "clauses": dict(sorted(clauses.items()))},
+            indent=1) + "\n", encoding="utf-8")
     return 0
 
 

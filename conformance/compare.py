@@ -2,18 +2,95 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from datetime import datetime, timezone
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from conformance.suite import SPEC_RUN_CODES
 
 TS = "{{ts}}"
-_TS_RE = re.compile(r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z\Z")
+# {{ts}} any instant of the case's window; {{ts:NAME}} the same instant wherever NAME appears
+# in the case (all runs, relation and ledger alike)
+PLACEHOLDER = re.compile(r"\{\{ts(?::([^}]+))?\}\}")
+_TS_RE = re.compile(r"\A(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?Z\Z")
+DEFAULT_SLACK_SECONDS = 300
+
+
+def parse_instant(text: Any) -> float | None:
+    """Seconds since the epoch of an RFC 3339 UTC instant with a `Z` (D-02), or None when
+    `text` is not one (a shape such as 9999-99-99T99:99:99Z is not an instant)."""
+    if not isinstance(text, str):
+        return None
+    m = _TS_RE.match(text)
+    if m is None:
+        return None
+    try:
+        moment = datetime(*(int(g) for g in m.groups()[:6]), tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return moment.timestamp() + (float(m.group(7)) if m.group(7) else 0.0)
+
+
+class TimeBook:
+    """The timestamps of one case, compared by value on the clock the harness was given.
+
+    Inline: the virtual clock starts at `start` and each run may advance it
+    (clock_advance_seconds); an instant written up to run n lies in [start, start + the
+    advances so far + n * slack]. Loopback: the wall clock, [when the case began, now + 1 s].
+    Named placeholders bind on first sight and must repeat exactly."""
+
+    def __init__(self, start: float, *, virtual: bool = True, now=None) -> None:
+        self.start = start
+        self.virtual = virtual
+        self.low = start
+        self.high = start
+        self.bound: dict[str, str] = {}
+        self._now = now
+        self.run = 0
+
+    def begin_run(self, advance: float = 0, slack: float = DEFAULT_SLACK_SECONDS) -> None:
+        self.run += 1
+        if self.virtual:
+            self.low += advance
+            self.high += advance + slack
+
+    def check(self, name: str | None, value: Any, where: str) -> dict | None:
+        label = f"{{{{ts{':' + name if name else ''}}}}}"
+        at = parse_instant(value)
+        if at is None:
+            return _diff(where, f"{label}: an RFC 3339 UTC instant (YYYY-MM-DDTHH:MM:SSZ)", value)
+        high = self.high if self.virtual else (self._now() + 1.0 if self._now else float("inf"))
+        if not self.start <= at <= high:
+            lo = _fmt(self.start)
+            hi = _fmt(high) if high != float("inf") else "now"
+            return _diff(where, f"{label}: an instant between {lo} and {hi} ({'virtual' if self.virtual else 'wall'} clock)", value)
+        if name:
+            if name in self.bound and self.bound[name] != value:
+                return _diff(where, f"{label}: the same instant as before, {self.bound[name]}", value)
+            self.bound.setdefault(name, value)
+        return None
+
+    def order(self, constraints: list, where: str = "time_order") -> list[dict]:
+        diffs = []
+        for first, gap, second in constraints:
+            a, b = parse_instant(self.bound.get(first)), parse_instant(self.bound.get(second))
+            if a is None or b is None:
+                continue      # not bound (an implementation's relation failed earlier): reported there
+            if b - a < gap:
+                diffs.append(_diff(f"{where}: {second} - {first}", f">= {gap} s", round(b - a, 3)))
+        return diffs
+
+
+def _fmt(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 COVERAGE_ORDER = ("discovered", "discovery_requests", "discovery_complete", "discovery_failure",
                   "duplicates_dropped", "known", "fetched_this_run", "unchanged", "changed",
                   "failed_this_run", "pending", "failed", "skipped", "budget_exhausted", "complete")
 CODES_CAPABILITY = "codes:collection-v1"
+V1_LEDGER_KEYS = frozenset({"page_id", "state", "revision", "failure_code", "landed_url"})
 
 
 def _diff(what: str, expected: Any, actual: Any) -> dict:
@@ -50,31 +127,75 @@ def compare_registration(expect: dict, result: dict, capabilities: frozenset[str
     return diffs
 
 
-def relation_matches(expected: str, actual: str) -> list[dict]:
-    exp_lines = expected.split("\n")
-    act_lines = actual.split("\n")
-    diffs = []
-    for i in range(max(len(exp_lines), len(act_lines))):
-        e = exp_lines[i] if i < len(exp_lines) else None
-        a = act_lines[i] if i < len(act_lines) else None
-        if e == a:
-            continue
-        if e is not None and a is not None and TS in e and _line_matches(e, a):
-            continue
-        diffs.append(_diff(f"relation line {i + 1}", e, a))
-        if len(diffs) >= 10:
-            break
-    return diffs
+def _rows(text: str) -> list[list[str]] | None:
+    try:
+        return list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error:
+        return None
 
 
-def _line_matches(pattern: str, line: str) -> bool:
-    # {{ts}} never occurs in a quoted field (timestamps need no quoting), so a split on the
-    # literal text is enough: the pieces between placeholders must match exactly, and each
-    # placeholder must match one timestamp.
-    pieces = pattern.split(TS)
-    regex = "".join(re.escape(p) + ("(\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d+)?Z)" if k < len(pieces) - 1 else "")
-                    for k, p in enumerate(pieces))
-    return re.fullmatch(regex, line) is not None
+def relation_matches(expected: str, actual: str, times: TimeBook | None = None) -> list[dict]:
+    """Row-level differences (missing, extra, changed rows, keyed by page_id and
+    page_ordinal), then the CSV bytes themselves (dialect: quoting, line ends, BOM).
+    Placeholders are checked by value (see TimeBook)."""
+    times = times if times is not None else TimeBook(0, virtual=False)
+    exp_rows, act_rows = _rows(expected), _rows(actual)
+    if act_rows is None:
+        return [_diff("relation", "RFC 4180 CSV", actual[:300])]
+    if not exp_rows or not act_rows:
+        return [] if expected == actual else [_diff("relation", expected[:300], actual[:300])]
+    header, act_header = exp_rows[0], act_rows[0]
+    if header != act_header:
+        return [_diff("relation header", header, act_header)]
+    try:
+        key_at = (header.index("page_id"), header.index("page_ordinal"))
+    except ValueError:
+        key_at = None
+
+    def key(row: list[str], index: int) -> tuple:
+        return tuple(row[k] for k in key_at) if key_at and len(row) == len(header) else ("line", index)
+
+    exp_by = {key(r, i): r for i, r in enumerate(exp_rows[1:], 2)}
+    act_by = {key(r, i): r for i, r in enumerate(act_rows[1:], 2)}
+    diffs: list[dict] = []
+    for k, row in exp_by.items():
+        got = act_by.get(k)
+        label = f"page_id {k[0]!r} ordinal {k[1]}" if key_at and k[0] != "line" else f"line {k[1]}"
+        if got is None:
+            diffs.append(_diff(f"relation: missing row ({label})", dict(zip(header, row)), None))
+            continue
+        if len(got) != len(header):
+            diffs.append(_diff(f"relation: row ({label}) width", len(header), len(got)))
+            continue
+        changed_e, changed_a = {}, {}
+        for column, want, have in zip(header, row, got):
+            m = PLACEHOLDER.fullmatch(want)
+            if m:
+                problem = times.check(m.group(1), have, f"relation ({label}).{column}")
+                if problem:
+                    changed_e[column], changed_a[column] = problem["expected"], have
+            elif want != have:
+                changed_e[column], changed_a[column] = want, have
+        if changed_e:
+            diffs.append(_diff(f"relation: row ({label}) changed", changed_e, changed_a))
+    for k, row in act_by.items():
+        if k not in exp_by:
+            label = f"page_id {k[0]!r} ordinal {k[1]}" if key_at and k[0] != "line" else f"line {k[1]}"
+            diffs.append(_diff(f"relation: extra row ({label})", None, dict(zip(header, row))))
+    if diffs:
+        return diffs[:20]
+    exp_keys = [key(r, i) for i, r in enumerate(exp_rows[1:], 2)]
+    act_keys = [key(r, i) for i, r in enumerate(act_rows[1:], 2)]
+    if exp_keys != act_keys:
+        first = next(i for i, (a, b) in enumerate(zip(exp_keys, act_keys)) if a != b)
+        return [_diff(f"relation row order (row {first + 2})", list(exp_keys[first]), list(act_keys[first]))]
+    # same rows in the same order: the bytes must match too, placeholders taking the actual values
+    values = iter([act_rows[i][j] for i, r in enumerate(exp_rows) for j, f in enumerate(r) if PLACEHOLDER.fullmatch(f)])
+    rebuilt = PLACEHOLDER.sub(lambda m: next(values), expected)
+    if rebuilt != actual:
+        a, b = _first_difference(rebuilt, actual)
+        return [_diff("relation bytes (CSV dialect: quoting, line ends, encoding)", a, b)]
+    return []
 
 
 def _is_robots(url: str) -> bool:
@@ -118,9 +239,10 @@ def compare_requests(expect: dict, urls: list[str]) -> list[dict]:
 
 
 def compare_run(expect: dict, result: dict, *, capabilities: frozenset[str], previous: list[dict | None],
-                request_urls: list[str] | None = None) -> list[dict]:
+                request_urls: list[str] | None = None, times: TimeBook | None = None) -> list[dict]:
     """One run's result against its expectation. `previous` holds earlier runs' results."""
     diffs: list[dict] = []
+    times = times if times is not None else TimeBook(0, virtual=False)
     if result["outcome"] != expect["outcome"]:
         diffs.append(_diff("outcome", expect["outcome"] + (f" {expect.get('code')}" if expect.get("code") else ""),
                            result["outcome"] + (f" {result.get('code')}" if result.get("code") else "")))
@@ -148,7 +270,7 @@ def compare_run(expect: dict, result: dict, *, capabilities: frozenset[str], pre
     if "truncated" in expect and expect["truncated"] is not result["truncated"]:
         diffs.append(_diff("truncated", expect["truncated"], result["truncated"]))
     if "relation" in expect:
-        diffs.extend(relation_matches(expect["relation"], result["relation"]))
+        diffs.extend(relation_matches(expect["relation"], result["relation"], times))
     same = expect.get("relation_same_as_run")
     if same is not None:
         earlier = previous[same - 1] if same - 1 < len(previous) else None
@@ -163,7 +285,14 @@ def compare_run(expect: dict, result: dict, *, capabilities: frozenset[str], pre
             continue
         for key, want in facts.items():
             got = row.get(key)
-            if key == "failure_code":
+            if key not in row and key not in V1_LEDGER_KEYS:
+                continue      # a protocol v1 harness does not report this column
+            m = PLACEHOLDER.fullmatch(want) if isinstance(want, str) else None
+            if m:
+                problem = times.check(m.group(1), got, f"ledger[{page_id}].{key}")
+                if problem:
+                    diffs.append(problem)
+            elif key == "failure_code":
                 if (want is None) != (got is None):
                     diffs.append(_diff(f"ledger[{page_id}].failure_code", want, got))
                 elif want is not None and (CODES_CAPABILITY in capabilities or want == "skipped_origin") and want != got:
@@ -176,6 +305,8 @@ def compare_run(expect: dict, result: dict, *, capabilities: frozenset[str], pre
         diffs.append(_diff("corrections", sorted(expect["corrections"]), sorted(result.get("corrections") or [])))
     if "requests" in expect:
         diffs.extend(compare_requests(expect["requests"], urls))
+    if "time_order" in expect and times.virtual:
+        diffs.extend(times.order(expect["time_order"]))
     return diffs
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import itertools
 import os
+import shutil
 import socket
 import ssl
 import tempfile
@@ -37,13 +38,26 @@ def _body(response: dict) -> bytes:
     return b""
 
 
+_OPEN: set = set()      # servers not yet closed, for close_all on SIGTERM
+
+
+def close_all() -> None:
+    for server in list(_OPEN):
+        server.close()
+
+
 class FixtureServer:
     def __init__(self) -> None:
-        import trustme
+        try:
+            import trustme
+        except ImportError:
+            raise RuntimeError("loopback mode needs the trustme package (pip install trustme); "
+                               "inline mode does not") from None
 
         self._ca = trustme.CA()
         cert = self._ca.issue_cert(*HOSTS)
         self._dir = tempfile.mkdtemp(prefix="conformance-ca-")
+        _OPEN.add(self)
         self.ca_path = os.path.join(self._dir, "ca.pem")
         self._ca.cert_pem.write_to_path(self.ca_path)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -113,9 +127,13 @@ class FixtureServer:
             return list(self.requests)
 
     def close(self) -> None:
+        if self not in _OPEN:
+            return
+        _OPEN.discard(self)
         self._closing.set()
         self._server.shutdown()
         self._server.server_close()
+        shutil.rmtree(self._dir, ignore_errors=True)     # no CA directory left behind
 
     # --- serving -------------------------------------------------------------------------
     def _handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:

@@ -9,6 +9,7 @@ the wrong `seq` is a ProtocolError, after which the process is killed and restar
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -18,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from conformance import PROTOCOL_VERSION, load_schema
+from conformance import PROTOCOL_VERSIONS, load_schema
 
 
 class ProtocolError(Exception):
@@ -48,8 +49,28 @@ def validator(definition: str):
 
 
 def validate(definition: str, message: Any) -> list[str]:
-    return [f"{'/'.join(str(p) for p in e.absolute_path) or '/'}: {e.message[:200]}"
-            for e in validator(definition).iter_errors(message)]
+    # each problem names the offending member by its JSON pointer: for a oneOf, the error of the
+    # branch that got furthest into the reply (the deepest), not "valid under none of them"
+    problems = []
+    for error in validator(definition).iter_errors(message):
+        while error.context:
+            error = max(error.context, key=lambda e: len(e.absolute_path))
+        problems.append(f"at /{'/'.join(str(p) for p in error.absolute_path)}: {error.message[:200]}")
+    return problems
+
+
+# Every harness process alive in this runner, so that a SIGTERM to the runner (a CI timeout)
+# can kill their whole process groups before it exits (see kill_all).
+_LIVE: set = set()
+
+
+def kill_all() -> None:
+    for proc in list(_LIVE):
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        _LIVE.discard(proc)
 
 
 class Harness:
@@ -70,6 +91,16 @@ class Harness:
         self.capabilities: frozenset[str] = frozenset()
         self.configure_message: dict | None = None
         self.restarts = 0
+        self.version = 1
+        self.stray: dict[str | None, list[str]] = {}
+        self.owner: str | None = None            # the case the runner is running now
+        self.replied_owner: str | None = None    # the case whose command was answered last
+        self.stderr_tail: collections.deque = collections.deque(maxlen=40)
+        self._pumps: list[threading.Thread] = []
+
+    def stderr_text(self, lines: int = 15) -> str:
+        """The last lines the harness wrote to stderr (for a crash report)."""
+        return "\n".join(list(self.stderr_tail)[-lines:])
 
     # --- process ------------------------------------------------------------------------
     def _spawn(self) -> None:
@@ -77,28 +108,48 @@ class Harness:
         env = dict(os.environ)
         if self.env:
             env.update(self.env)
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log if self.log is not None else subprocess.DEVNULL,
-                                     text=True, encoding="utf-8", bufsize=1, env=env, cwd=self.cwd,
-                                     start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         env=env, cwd=self.cwd, start_new_session=True)
+        except OSError as exc:
+            raise ProtocolError("crashed", f"cannot start {self.command!r}: {exc}") from None
+        _LIVE.add(self.proc)
         lines: queue.Queue = queue.Queue()
         self.lines = lines
-        stdout = self.proc.stdout
+        stdout, stderr = self.proc.stdout, self.proc.stderr
+        tail: collections.deque = collections.deque(maxlen=40)
+        self.stderr_tail = tail
+        log = self.log
 
         def pump() -> None:
+            # bytes, not text: a reply that is not UTF-8 is reported as such, not as a crash
             try:
-                for line in stdout:
-                    lines.put(line)
+                for raw in stdout:
+                    lines.put(raw)
             except (OSError, ValueError):
                 pass
             lines.put(None)
 
-        threading.Thread(target=pump, daemon=True).start()
+        def pump_stderr() -> None:
+            try:
+                for raw in stderr:
+                    text = raw.decode("utf-8", "replace")
+                    tail.append(text.rstrip("\n"))
+                    if log is not None:
+                        log.write(text)
+                        log.flush()
+            except (OSError, ValueError):
+                pass
+
+        self._pumps = [threading.Thread(target=pump, daemon=True), threading.Thread(target=pump_stderr, daemon=True)]
+        for thread in self._pumps:
+            thread.start()
 
     def kill(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
             return
+        _LIVE.discard(proc)
         try:
             os.killpg(proc.pid, 9)
         except (ProcessLookupError, PermissionError):
@@ -110,7 +161,7 @@ class Harness:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (proc.stdin, proc.stdout):
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
             try:
                 stream.close()
             except (OSError, AttributeError):
@@ -119,7 +170,7 @@ class Harness:
     def _send(self, message: dict) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps(message, separators=(",", ":")) + "\n")
+            self.proc.stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise ProtocolError("crashed", f"cannot write to the harness: {exc}") from None
@@ -131,31 +182,78 @@ class Harness:
         except queue.Empty:
             raise ProtocolError("timeout", f"no answer within {timeout:g} s") from None
         if line is None:
-            code = self.proc.poll() if self.proc else None
-            raise ProtocolError("crashed", f"the harness exited (status {code})")
+            code = None
+            if self.proc is not None:
+                try:
+                    code = self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    code = None
+            for thread in self._pumps[1:]:
+                thread.join(timeout=1)     # let the stderr tail arrive
+            tail = self.stderr_text()
+            what = (f"the harness exited (status {code})" if code is not None
+                    else "the harness closed its stdout but is still running")
+            raise ProtocolError("crashed", what + (f"; its stderr ends:\n{tail}" if tail else "; it wrote nothing to stderr"))
+        if not line.endswith(b"\n"):
+            raise ProtocolError("malformed", f"a reply without its closing newline (then end of output): {line[:200]!r}")
         try:
-            return json.loads(line)
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError("malformed", f"a reply that is not UTF-8 (byte {exc.start}): {line[:200]!r}") from None
+        try:
+            return json.loads(text)
         except ValueError:
-            raise ProtocolError("malformed", f"not a JSON line: {line[:200]!r}") from None
+            raise ProtocolError("malformed", f"not a JSON line: {text[:200]!r}") from None
 
     def _exchange(self, message: dict, reply_def: str, timeout: float) -> dict:
         problems = validate("command", message)
         if problems:          # the runner's own bug: never blame the harness for it
             raise AssertionError(f"runner sent an invalid command: {problems}")
+        early = self.stray_output()      # written after the last reply: the last replier's
+        if early:
+            self.stray.setdefault(self.replied_owner, []).extend(early)
         self._send(message)
-        reply = self._receive(timeout)
-        problems = validate(reply_def, reply)
-        if problems:
-            raise ProtocolError("invalid", f"{reply_def} reply breaks the schema: {'; '.join(problems[:3])}")
+        try:
+            reply = self._receive(timeout)
+            problems = validate(reply_def, reply)
+            if problems:
+                raise ProtocolError("invalid", f"{reply_def} reply breaks the schema: {'; '.join(_detail(reply, problems)[:3])}")
+            if "seq" in message and reply.get("seq") != message["seq"]:
+                raise ProtocolError("seq", f"answered seq {reply.get('seq')!r} to seq {message['seq']}")
+        except ProtocolError as first:
+            if first.kind in ("timeout", "crashed"):
+                raise
+            # A line the harness wrote after its previous reply, before it read this command,
+            # arrives first: if the next line is this command's reply, the first was out of turn.
+            try:
+                again = self._receive(min(timeout, 2.0))
+            except ProtocolError:
+                raise first from None
+            if validate(reply_def, again) or ("seq" in message and again.get("seq") != message["seq"]):
+                raise first from None
+            self.stray.setdefault(self.replied_owner, []).append(first.message)
+            reply = again
+        self.replied_owner = self.owner
         return reply
+
+    def take_stray(self, owner: str | None) -> list[str]:
+        """What `owner`'s case wrote out of turn (its reply answered, more lines followed)."""
+        lines = self.stray.pop(owner, [])
+        if owner == self.replied_owner:
+            lines += self.stray_output()
+        return lines
 
     # --- commands -----------------------------------------------------------------------
     def start(self, configure: dict) -> dict:
         """Spawn, handshake and configure. Returns the implementation block."""
         self.kill()
         self._spawn()
+        self.stray = {}
+        self.replied_owner = None
         self.seq = 0
-        started = self._exchange({"cmd": "start", "version": PROTOCOL_VERSION}, "started", self.start_timeout)
+        started = self._exchange({"cmd": "start", "version": 1, "versions": list(PROTOCOL_VERSIONS)}, "started",
+                                  self.start_timeout)
+        self.version = started["version"]
         self.implementation = started["implementation"]
         self.capabilities = frozenset(self.implementation.get("capabilities", ()))
         self.configure_message = configure
@@ -175,13 +273,34 @@ class Harness:
         seq = self.seq
         reply = self._exchange({"cmd": "run", "seq": seq, "case": case}, "run_reply",
                                self.timeout if timeout is None else timeout)
-        if reply.get("seq") != seq:
-            raise ProtocolError("seq", f"answered seq {reply.get('seq')!r} to seq {seq}")
         if "result" in reply:
             problems = _result_shape(case, reply["result"])
             if problems:
                 raise ProtocolError("invalid", problems)
+            if self.version >= 2 and isinstance(reply["result"].get("ledger"), list):
+                for index, row in enumerate(reply["result"]["ledger"]):
+                    bad = validate("ledger_row_v2", row)
+                    if bad:
+                        raise ProtocolError("invalid", f"protocol v2 ledger row /result/ledger/{index} "
+                                                       f"({row.get('page_id')!r}) breaks the schema: {'; '.join(bad[:3])}")
         return reply
+
+    def stray_output(self) -> list[str]:
+        """Lines the harness wrote that no command asked for (drained now)."""
+        stray: list[str] = []
+        ended = False
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                ended = True
+                continue
+            stray.append(line.decode("utf-8", "replace").rstrip("\n") if isinstance(line, bytes) else str(line))
+        if ended:
+            self.lines.put(None)
+        return stray
 
     def stop(self) -> None:
         if self.proc is None:
@@ -189,9 +308,23 @@ class Harness:
         try:
             self._send({"cmd": "stop"})
             self.proc.wait(timeout=5)
+            if self._pumps:
+                self._pumps[0].join(timeout=1)
         except (ProtocolError, subprocess.TimeoutExpired):
             pass
         self.kill()
+
+
+def _detail(reply: Any, problems: list[str]) -> list[str]:
+    """A run reply's result checked against the one definition it claims to be (by its
+    members), so the problem names the offending member rather than "none of the oneOf"."""
+    result = reply.get("result") if isinstance(reply, dict) else None
+    if not isinstance(result, dict):
+        return problems
+    definition = ("registration_result" if "registrable" in result
+                  else "run_refused" if result.get("outcome") == "refused" else "run_ok")
+    inner = validate(definition, result)
+    return [p.replace("at /", "at /result/", 1).replace("/result/:", "/result:") for p in inner] or problems
 
 
 def _result_shape(case: dict, result: dict) -> str | None:

@@ -6,8 +6,24 @@ import json
 from typing import TextIO
 from xml.etree import ElementTree as ET
 
+from conformance import OPTIONAL_CAPABILITIES
 from conformance.runner import ERRORED, FAIL, PASS, SKIPPED, Outcome
 from conformance.suite import clauses, group_of, unobservable
+
+
+def write_jsonl_header(out: TextIO, mode: str, impl: str) -> None:
+    out.write(json.dumps({"record": "start", "mode": mode, "impl": impl}) + "\n")
+    out.flush()
+
+
+def write_jsonl_verdict(out: TextIO, verdict) -> None:
+    out.write(json.dumps(verdict.as_json(), ensure_ascii=False) + "\n")
+    out.flush()
+
+
+def write_jsonl_footer(out: TextIO, outcome: Outcome) -> None:
+    out.write(json.dumps({"record": "end", "implementation": outcome.implementation, "mode": outcome.mode,
+                          "seconds": round(outcome.seconds, 3), "restarts": outcome.restarts, "ok": outcome.ok}) + "\n")
 
 
 def write_jsonl(outcome: Outcome, out: TextIO) -> None:
@@ -63,7 +79,19 @@ def clause_summary(outcome: Outcome) -> dict[str, dict]:
     return groups
 
 
-def write_summary(outcome: Outcome, out: TextIO) -> None:
+def capability_counts(outcome: Outcome) -> dict[str, dict[str, int]]:
+    """Per capability a case needs: pass / fail / errored / skipped among those cases."""
+    table: dict[str, dict[str, int]] = {}
+    for v in outcome.verdicts:
+        if not v.applicable:
+            continue
+        for cap in v.needs:
+            row = table.setdefault(cap, {PASS: 0, FAIL: 0, ERRORED: 0, SKIPPED: 0})
+            row[v.status] += 1
+    return table
+
+
+def write_summary(outcome: Outcome, out: TextIO, selected: bool = False) -> None:
     impl = outcome.implementation or {}
     counts = {s: sum(1 for v in outcome.verdicts if v.status == s) for s in (PASS, FAIL, SKIPPED, ERRORED)}
     out.write(f"implementation: {impl.get('name', '?')} {impl.get('version', '?')} ({impl.get('language', '?')}), "
@@ -71,7 +99,19 @@ def write_summary(outcome: Outcome, out: TextIO) -> None:
     out.write(f"cases: {len(outcome.verdicts)}  pass {counts[PASS]}  fail {counts[FAIL]}  "
               f"errored {counts[ERRORED]}  skipped {counts[SKIPPED]}  in {outcome.seconds:.1f} s"
               f"{f'  (harness restarts: {outcome.restarts})' if outcome.restarts else ''}\n\n")
-    out.write("clauses by group (passed / exercised / total):\n")
+    required_skips = [v for v in outcome.verdicts if v.required_skip]
+    out.write("capabilities (cases needing each: pass / fail / errored / skipped):\n")
+    for cap, row in sorted(capability_counts(outcome).items(), key=lambda kv: (kv[0] in OPTIONAL_CAPABILITIES, kv[0])):
+        kind = "optional" if cap in OPTIONAL_CAPABILITIES else "required"
+        out.write(f"  {cap:<22} {kind:<8} {row[PASS]:>4} / {row[FAIL]:>3} / {row[ERRORED]:>3} / {row[SKIPPED]:>3}\n")
+    not_here = sum(1 for v in outcome.verdicts if not v.applicable)
+    if not_here:
+        out.write(f"  ({not_here} cases do not run in {outcome.mode} mode)\n")
+    if required_skips:
+        out.write(f"\nNOT GREEN: {len(required_skips)} required case(s) skipped "
+                  f"(they need no optional capability): {' '.join(v.case for v in required_skips[:20])}"
+                  f"{' …' if len(required_skips) > 20 else ''}\n")
+    out.write("\nclauses by group (passed / exercised / total):\n")
     for group, g in clause_summary(outcome).items():
         out.write(f"  {group:<6} {g['passed']:>3} / {g['ran']:>3} / {g['clauses']:>3}\n")
     failures = [v for v in outcome.verdicts if v.status in (FAIL, ERRORED)]
@@ -81,12 +121,16 @@ def write_summary(outcome: Outcome, out: TextIO) -> None:
             out.write(f"- {v.area}/{v.case} [{v.status}]{f' run {v.run}' if v.run else ''} "
                       f"({', '.join(v.clauses)})\n")
             if v.message:
-                out.write(f"    {v.message.strip().splitlines()[-1][:300]}\n")
+                for line in v.message.strip().splitlines()[:25]:
+                    out.write(f"    {line[:300]}\n")
             for line in _diff_text(v.diffs).splitlines():
-                out.write(f"    {line[:400]}\n")
+                out.write(f"    {line[:600]}\n")
+            if outcome.impl:
+                from conformance.cli import rerun_command
+                out.write(f"    re-run: {rerun_command(outcome.impl, outcome.mode, v.case)}\n")
     covered = {c for v in outcome.verdicts for c in v.clauses}
     reasons = unobservable()
     missing = [c["id"] for c in clauses() if c["id"] not in covered and c["id"] not in reasons]
-    if missing:
+    if missing and not selected:
         out.write(f"\nclauses without a case in this selection (and not in the unobservable table): "
                   f"{len(missing)}\n  {' '.join(missing)}\n")

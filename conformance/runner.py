@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from conformance import compare
+from conformance import OPTIONAL_CAPABILITIES, compare
 from conformance.protocol import Harness, ProtocolError
 from conformance.suite import Case, load_cases
 
@@ -37,11 +37,23 @@ class Verdict:
     message: str = ""
     seconds: float = 0.0
     run: int | None = None
+    needs: tuple[str, ...] = ()          # capabilities the case needs (the mode's and kind's included)
+    applicable: bool = True              # False: the case does not run in this mode at all
+
+    @property
+    def optional(self) -> bool:
+        return any(c in OPTIONAL_CAPABILITIES for c in self.needs)
+
+    @property
+    def required_skip(self) -> bool:
+        """A case every implementation must run was skipped: the run is not green."""
+        return self.status == SKIPPED and self.applicable and not self.optional
 
     def as_json(self) -> dict:
         return {"case": self.case, "area": self.area, "mode": self.mode, "status": self.status,
                 "clauses": list(self.clauses), "run": self.run, "diffs": self.diffs,
-                "message": self.message, "seconds": round(self.seconds, 3)}
+                "message": self.message, "seconds": round(self.seconds, 3), "needs": list(self.needs),
+                "optional": self.optional, "applicable": self.applicable}
 
 
 @dataclass
@@ -51,22 +63,33 @@ class Outcome:
     mode: str
     seconds: float
     restarts: int = 0
+    impl: str = ""
 
     @property
     def ok(self) -> bool:
-        return all(v.status in (PASS, SKIPPED) for v in self.verdicts) and bool(self.verdicts)
+        """Green: no failure, no error, and no required case skipped."""
+        return (bool(self.verdicts) and all(v.status in (PASS, SKIPPED) for v in self.verdicts)
+                and not any(v.required_skip for v in self.verdicts))
 
 
-def select(cases: list[Case], pattern: str | None) -> list[Case]:
+def select(cases: list[Case], pattern: str | list[str] | tuple[str, ...] | None) -> list[Case]:
+    """Cases whose id, area/id or a clause contains one of the patterns (or matches it as a glob)."""
     if not pattern:
         return cases
-    globbing = any(ch in pattern for ch in "*?[")
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
     chosen = []
     for case in cases:
         names = (case.id, f"{case.area}/{case.id}", *case.clauses)
-        if any(fnmatch.fnmatchcase(n, pattern) if globbing else pattern in n for n in names):
-            chosen.append(case)
+        for p in patterns:
+            globbing = any(ch in p for ch in "*?[")
+            if any(fnmatch.fnmatchcase(n, p) if globbing else p in n for n in names):
+                chosen.append(case)
+                break
     return chosen
+
+
+def needs(case: Case, mode: str) -> tuple[str, ...]:
+    return (mode, "registration" if case.kind == "registration" else "runs", *case.requires)
 
 
 def configure_message(mode: str, server=None, clock_start: str = DEFAULT_CLOCK_START) -> dict:
@@ -100,20 +123,35 @@ class _Worker:
 
     def run_case(self, case: Case) -> Verdict:
         began = time.monotonic()
-        verdict = Verdict(case.id, case.area, self.mode, PASS, case.clauses)
+        verdict = Verdict(case.id, case.area, self.mode, PASS, case.clauses, needs=needs(case, self.mode),
+                          applicable=self.mode in case.modes)
+        self.harness.owner = case.id
         try:
             if self.harness.proc is None:
                 self.harness.restart()
             self._run(case, verdict)
         except ProtocolError as exc:
             verdict.status, verdict.message = ERRORED, str(exc)
-            try:
-                self.harness.restart()
-            except ProtocolError as again:
-                verdict.message += f"; restart failed: {again}"
-                self.harness.kill()
+            self._restart(verdict)
         verdict.seconds = time.monotonic() - began
         return verdict
+
+    def _restart(self, verdict: Verdict) -> None:
+        try:
+            self.harness.restart()
+        except ProtocolError as again:
+            verdict.message += f"; restart failed: {again}"
+            self.harness.kill()
+
+    def blame_stray_output(self, verdict: Verdict, *, stopping: bool = False) -> None:
+        """Output the harness wrote after its reply to `verdict`'s case (checked before the
+        next command, or once it stopped) belongs to that case: it errors, not the next one."""
+        stray = self.harness.take_stray(verdict.case)
+        if not stray:
+            return
+        verdict.status = ERRORED
+        verdict.message = (f"out_of_turn: the harness wrote {len(stray)} line(s) after its reply to this case: "
+                           f"{stray[0][:200]!r}")
 
     def _skip_reason(self, case: Case) -> str | None:
         if self.mode not in case.modes:
@@ -151,7 +189,13 @@ class _Worker:
         previous: list[dict | None] = []
         recipe = data["recipe"]
         runs = data["runs"]
+        if self.mode == "inline":
+            times = compare.TimeBook(compare.parse_instant(DEFAULT_CLOCK_START), virtual=True)
+        else:   # the harness runs on the wall clock: instants lie between now and the comparison
+            times = compare.TimeBook(int(time.time()), virtual=False, now=time.time)
         for n, run in enumerate(runs, 1):
+            times.begin_run(run.get("clock_advance_seconds", 0),
+                            run["expect"].get("clock_slack_seconds", compare.DEFAULT_SLACK_SECONDS))
             recipe = run.get("recipe", recipe)
             message: dict[str, Any] = {"id": case.id, "kind": "runs", "run": n, "of": len(runs), "recipe": recipe}
             for key in ("resync", "deadline_seconds", "action_plan", "clock_advance_seconds"):
@@ -168,7 +212,8 @@ class _Worker:
             result = reply["result"]
             seen = self.server.seen() if self.server else None
             urls = [r["url"] for r in seen] if seen is not None else None
-            diffs = compare.compare_run(run["expect"], result, capabilities=caps, previous=previous, request_urls=urls)
+            diffs = compare.compare_run(run["expect"], result, capabilities=caps, previous=previous, request_urls=urls,
+                                        times=times)
             if seen is not None:
                 diffs.extend(compare.compare_wire({**DEFAULT_WIRE, **run["expect"].get("wire", {})}, seen))
             previous.append(result)
@@ -189,13 +234,18 @@ class _Worker:
 
 def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None = None, jobs: int = 1,
               mode: str = "inline", timeout: float = 60.0, env: dict | None = None, log=None,
-              on_verdict: Callable[[Verdict], None] | None = None) -> Outcome:
+              on_verdict: Callable[[Verdict], None] | None = None, stop_on_failure: bool = False,
+              keep_order: bool = False) -> Outcome:
+    """Run the chosen cases. `stop_on_failure`: take no new case after the first failure or
+    error (-x); `keep_order`: run cases in the order given instead of longest first."""
     began = time.monotonic()
     chosen = select(load_cases() if cases is None else cases, pattern)
     work: queue.Queue = queue.Queue()
     # longest first (runs with many exchanges) so parallel workers finish together
-    for case in sorted(chosen, key=lambda c: -sum(len(r.get("exchanges", [])) for r in c.data.get("runs", []))):
+    for case in (chosen if keep_order else
+                 sorted(chosen, key=lambda c: -sum(len(r.get("exchanges", [])) for r in c.data.get("runs", [])))):
         work.put(case)
+    stopped = threading.Event()
     verdicts: list[Verdict] = []
     lock = threading.Lock()
     implementation: dict | None = None
@@ -208,31 +258,52 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
         except Exception as exc:       # e.g. the fixture server could not start
             w = None
             error = f"{type(exc).__name__}: {exc}"
+        held: Verdict | None = None      # reported once the harness has been seen quiet after it
+
+        def report(v: Verdict) -> None:
+            nonlocal implementation
+            if stop_on_failure and v.status in (FAIL, ERRORED):
+                stopped.set()
+            with lock:
+                verdicts.append(v)
+                if w is not None and w.implementation:
+                    implementation = w.implementation
+            if on_verdict:
+                on_verdict(v)
+
         try:
             while True:
+                if stopped.is_set():
+                    break
                 try:
                     case = work.get_nowait()
                 except queue.Empty:
-                    return
+                    break
                 if w is None or w.start_error:
-                    v = Verdict(case.id, case.area, mode, ERRORED, case.clauses,
+                    v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, needs=needs(case, mode),
                                 message=f"harness did not start: {w.start_error if w else error}")
                 else:
                     try:
                         v = w.run_case(case)
                     except Exception:     # a runner bug must not hang the suite
-                        v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, message=traceback.format_exc())
-                with lock:
-                    verdicts.append(v)
-                    if w is not None and w.implementation:
-                        implementation = w.implementation
-                if on_verdict:
-                    on_verdict(v)
+                        v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, needs=needs(case, mode),
+                                    message=traceback.format_exc())
+                # the previous case is reported once the harness answered the next one: output it
+                # wrote after its reply has arrived by then and is blamed on it
+                if held is not None:
+                    if w is not None and not w.start_error:
+                        w.blame_stray_output(held)
+                    report(held)
+                held = v
         finally:
             if w is not None:
                 with lock:
                     restarts += w.harness.restarts
                 w.close()
+                if held is not None and not w.start_error:
+                    w.blame_stray_output(held, stopping=True)
+            if held is not None:
+                report(held)
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(jobs, len(chosen) or 1)))]
     for t in threads:
@@ -240,4 +311,4 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
     for t in threads:
         t.join()
     verdicts.sort(key=lambda v: (v.area, v.case))
-    return Outcome(verdicts, implementation, mode, time.monotonic() - began, restarts)
+    return Outcome(verdicts, implementation, mode, time.monotonic() - began, restarts, impl)

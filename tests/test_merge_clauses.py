@@ -267,6 +267,11 @@ def merge_30():
     assert [c.page_id for c in r4.chosen] == ["b", "c", "a"]
     r5 = run(r2.state, listing(), pub, now=t(3), revisit=Revisit("interval", 3600))
     assert [c.page_id for c in r5.chosen] == ["a", "b", "c"]           # oldest first
+    # D-63: exactly `seconds` since the last fetch is not yet due; one second later it is
+    r6 = run(r1.state, listing("a"), pub, now=t(1), revisit=Revisit("interval", 3600))
+    assert [c.page_id for c in r6.chosen] == []
+    r7 = run(r1.state, listing("a"), pub, now=t(1 + 1 / 3600), revisit=Revisit("interval", 3600))
+    assert [c.page_id for c in r7.chosen] == ["a"]
 
 
 def merge_31():

@@ -75,9 +75,9 @@ def revisit_due(row: LedgerRow, revisit: Revisit, now: datetime) -> bool:
         return row.revision_hint is not None and row.revision_hint != row.revision_hint_at_fetch
     if row.last_fetched_at is None:
         return True
-    # "older than seconds": a page fetched exactly `seconds` ago is due, so a run on
-    # the same cadence as the interval does not skip every other turn
-    return (now - parse_time(row.last_fetched_at)).total_seconds() >= revisit.seconds
+    # D-63: "older than seconds" (MERGE-30) is strict: a page fetched exactly `seconds`
+    # ago is not yet due
+    return (now - parse_time(row.last_fetched_at)).total_seconds() > revisit.seconds
 
 
 def work_order(ledger: Mapping[str, LedgerRow], revisit: Revisit, now: str) -> tuple[Choice, ...]:

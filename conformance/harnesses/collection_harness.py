@@ -1,4 +1,5 @@
-"""The harness for this project's implementation (collection), protocol v1.
+"""The harness for this project's implementation (collection), protocol v2 (v1 when the
+runner offers only that).
 
     python -m conformance.harnesses.collection_harness
 
@@ -22,7 +23,7 @@ import tempfile
 import traceback
 from datetime import datetime
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 CAPABILITIES = ["inline", "loopback", "registration", "runs", "virtual_clock", "codes:collection-v1",
                 "action_plan", "deadline", "clock_advance"]
 
@@ -47,6 +48,8 @@ def _apply_mutant() -> None:
     spec = importlib.util.spec_from_file_location("collection_mutation", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if hasattr(module, "_load_all"):
+        module._load_all()
     module.apply(mutant)
 
 
@@ -56,6 +59,7 @@ class Session:
         self.case_id: str | None = None
         self.state_dir: str | None = None
         self.clock = None
+        self.version = 1
         self.root = tempfile.mkdtemp(prefix="collection-harness-")
 
     def close(self) -> None:
@@ -66,7 +70,8 @@ class Session:
         import collection
 
         _apply_mutant()
-        return {"ready": True, "version": PROTOCOL_VERSION,
+        self.version = PROTOCOL_VERSION if PROTOCOL_VERSION in message.get("versions", [1]) else 1
+        return {"ready": True, "version": self.version,
                 "implementation": {"name": "collection", "version": collection.__version__, "language": "python",
                                    "capabilities": CAPABILITIES}}
 
@@ -148,13 +153,22 @@ class Session:
         with open(os.path.join(current, "relation.csv"), encoding="utf-8", newline="") as handle:
             relation = handle.read()
         with open(os.path.join(current, "ledger.csv"), encoding="utf-8", newline="") as handle:
-            ledger = [{"page_id": r["page_id"], "state": r["state"], "revision": int(r["revision"]),
-                       "failure_code": r["failure_code"] or None, "landed_url": r["landed_url"] or None}
-                      for r in _csv_rows(handle)]
+            ledger = [self._ledger_row(r) for r in _csv_rows(handle)]
         return {"outcome": "ok", "coverage": record["coverage"], "truncated": record["truncated"],
                 "relation": relation, "ledger": ledger,
                 "corrections": [c["page_id"] for c in record["corrections"]],
                 "requests": [{"url": u} for u in seen]}
+
+
+    V2_COLUMNS = ("url", "content_sha256", "previous_content_sha256", "failure_class", "discovered_at",
+                  "last_seen_at", "last_fetched_at", "failed_at", "revision_hint")
+
+    def _ledger_row(self, r: dict) -> dict:
+        row = {"page_id": r["page_id"], "state": r["state"], "revision": int(r["revision"]),
+               "failure_code": r["failure_code"] or None, "landed_url": r["landed_url"] or None}
+        if self.version >= 2:
+            row.update({name: r[name] or None for name in self.V2_COLUMNS})
+        return row
 
 
 def serve(stdin=sys.stdin, stdout=sys.stdout) -> int:

@@ -17,6 +17,13 @@ selects a fault:
   skip          answer every run `skipped`
   error         answer every run `errored`
   bad-start     answer `start` with the wrong protocol version
+  non-utf8      answer a run with bytes that are not UTF-8
+  no-newline    answer a run without the closing newline, then exit
+  close-stdout  close stdout on the first run and keep running
+  stray         after each reply, write one more line nobody asked for
+  crash-stderr  write a traceback-like message to stderr, then exit on the first run
+  child         start a grandchild process (its pid in the --marker file) and hang: tests that
+                the runner kills the harness's whole process group
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ def main(argv=None) -> int:
         message = json.loads(line)
         cmd = message["cmd"]
         if cmd == "start":
-            say({"ready": True, "version": 2 if fault == "bad-start" else 1,
+            say({"ready": True, "version": 3 if fault == "bad-start" else 1,
                  "implementation": {"name": "fake", "version": "0", "language": "python",
                                     "capabilities": ["inline", "loopback", "registration", "runs"]}})
         elif cmd == "configure":
@@ -68,6 +75,29 @@ def main(argv=None) -> int:
             kind = message["case"]["kind"]
             if fault == "crash":
                 os._exit(3)
+            if fault == "crash-stderr":
+                sys.stderr.write("Traceback (most recent call last):\nValueError: the fake harness broke\n")
+                sys.stderr.flush()
+                os._exit(4)
+            if fault == "non-utf8":
+                sys.stdout.buffer.write(b'{"seq": ' + str(seq).encode() + b', "skipped": "\xff\xfe"}\n')
+                sys.stdout.flush()
+                continue
+            if fault == "no-newline":
+                sys.stdout.write(json.dumps({"seq": seq, "skipped": "no newline"}))
+                sys.stdout.flush()
+                os._exit(0)
+            if fault == "close-stdout":
+                sys.stdout.close()
+                os.close(1)
+                time.sleep(3600)
+            if fault == "child":
+                import subprocess
+                child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+                if args.marker:
+                    with open(args.marker, "w") as handle:
+                        handle.write(str(child.pid))
+                time.sleep(3600)
             if fault == "hang":
                 time.sleep(3600)
             if fault == "malformed":
@@ -89,6 +119,8 @@ def main(argv=None) -> int:
                 if fault == "wrong-answer":
                     result["coverage"]["pending"] = 7
             say({"seq": seq + 1 if fault == "wrong-seq" else seq, "result": result})
+            if fault == "stray":
+                say({"note": "written out of turn"})
     return 0
 
 

@@ -111,14 +111,28 @@ def csv_field(value: str) -> str:
     return value
 
 
-def relation(*pages, reader_columns=("title",)) -> str:
-    """pages: (page_id, url, titles, revision[, body]) → the expected relation text."""
+def fetch_ts(pid: str, revision: int = 1, scope: str = "") -> str:
+    """The placeholder of the instant page `pid` was fetched at for `revision` (the same
+    instant in every run that keeps those rows, D-31)."""
+    return f"{{{{ts:{scope}fetch:{pid}:{revision}}}}}"
+
+
+def disc_ts(pid: str, scope: str = "") -> str:
+    """The placeholder of the instant `pid` was first discovered (kept for good, D-31)."""
+    return f"{{{{ts:{scope}disc:{pid}}}}}"
+
+
+def relation(*pages, reader_columns=("title",), scope="") -> str:
+    """pages: (page_id, url, titles, revision[, body]) → the expected relation text.
+    Timestamps are named placeholders (fetch_ts, disc_ts), compared by value; `scope`
+    separates a case's epochs (a resync discovers every page anew)."""
     lines = [",".join((*reader_columns, PROV))]
     for entry in sorted(pages, key=lambda p: p[0].encode("utf-8")):
         pid, url, titles, revision = entry[:4]
         body = entry[4] if len(entry) > 4 else page_body(*titles)
         for n, t in enumerate(titles, 1):
-            lines.append(",".join(csv_field(x) for x in (t, pid, url)) + f",{TS},{sha(body)},{revision},{TS},{n}")
+            lines.append(",".join(csv_field(x) for x in (t, pid, url))
+                         + f",{fetch_ts(pid, revision, scope)},{sha(body)},{revision},{disc_ts(pid, scope)},{n}")
     return "\n".join(lines) + "\n"
 
 
@@ -290,6 +304,40 @@ for name, path, value in [
         extra["limits.max_requests"] = 20000
     reg(f"reg-bound-{name}", f"{path} = {value} lies outside its bound and is refused before any run.", ["REG-17", "REG-37", "D-46", clause],
         recipe(**{path: value}, **extra), refusals=[("/" + path.replace(".", "/"), "SCHEMA_BOUND")])
+for name, path, value in [
+    ("max-fetches-zero", "collection.pages.max_fetches_per_run", 0),
+    ("max-pages-zero", "collection.pages.max_pages", 0),
+    ("retries-negative", "collection.pages.retries", -1),
+]:
+    clause = {"max_fetches_per_run": "REG-24", "max_pages": "REG-23", "retries": "REG-29"}[path.rsplit(".", 1)[1]]
+    reg(f"reg-bound-{name}", f"{path} = {value} lies below its bound and is refused (bounds are checked at both ends).",
+        ["REG-17", "D-46", clause], recipe(**{path: value}), refusals=[("/" + path.replace(".", "/"), "SCHEMA_BOUND")])
+reg("reg-allowed-origins-eight", "allowed_origins with exactly eight entries registers.", ["REG-20"],
+    recipe(**{"collection.pages.allowed_origins": [H] + [f"https://h{i}.example.com" for i in range(7)]}), registrable=True)
+reg("reg-allowed-origins-duplicate", "An allowed origin listed twice is refused.", ["REG-20", "D-40"],
+    recipe(**{"collection.pages.allowed_origins": [H, H]}), refusals=[("/collection/pages/allowed_origins", None)])
+reg("reg-credential-mode-missing", "credential_mode is required: an absent one is refused, not taken as none.", ["REG-13"],
+    recipe(**{"connector.credential_mode": DELETE}), refusals=[("/connector/credential_mode", None)])
+reg("reg-explicit-http-member", "An explicit member URL that is not absolute https is refused at registration.", ["D-38"],
+    recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"},
+                                                                      {"page_id": "b", "url": "http://www.example.com/p/b"}]}}),
+    refusals=[("/collection/discovery/members/1/url", None)])
+reg("reg-explicit-over-max-pages", "More explicit members than pages.max_pages are refused.", ["D-38"],
+    recipe(**{"collection.discovery": {"kind": "explicit", "members": [{"page_id": x, "url": f"{H}/p/{x}"} for x in "abc"]},
+              "collection.pages.max_pages": 2}),
+    refusals=[("/collection/discovery/members", None)])
+reg("reg-reader-xml-tabular", "xml.tabular is one of the four collection Reader families and registers.", ["REG-12", "READ-01"],
+    recipe(**{"connector.parameters": [{"name": "reader.family_id", "value": "xml.tabular"},
+                                       {"name": "reader.family_version", "value": "1.0.0"},
+                                       {"name": "reader.decode_options", "value": '{"columns":[{"name":"title","path":"title"}],"records":{"path":"/items/item"}}'}]}),
+    registrable=True)
+reg("reg-budget-sum-defaults", "The REG-33 sum uses the defaults of absent members: 64 listing requests + 30 fetches exceed 90.",
+    ["REG-33", "REG-18"], recipe(**{"collection.discovery.max_requests": DELETE, "collection.pages.max_fetches_per_run": 30,
+                                    "limits.max_requests": 90}),
+    refusals=[("/limits/max_requests", "REQUEST_BUDGET_SUM")])
+reg("reg-budget-sum-defaults-fit", "With the default 64 listing requests, 64 + 30 = 94 fits limits.max_requests 94.",
+    ["REG-33", "REG-34", "REG-18"], recipe(**{"collection.discovery.max_requests": DELETE, "collection.pages.max_fetches_per_run": 30,
+                                               "limits.max_requests": 94}), registrable=True)
 reg("reg-bounds-at-limits", "Every bound at its inclusive limit registers.", ["REG-17", "REG-18", "REG-23", "REG-24", "REG-25", "REG-26", "REG-28", "REG-29"],
     recipe(**{"collection.discovery.max_requests": 1024, "collection.pages.max_pages": 50000,
               "collection.pages.max_fetches_per_run": 10000, "collection.pages.concurrency": 10000,
@@ -490,6 +538,45 @@ case("discovery", "disc-sitemapindex-one-level", "A sitemapindex is followed exa
           ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=3), relation(P(f"{H}/p/a", ["A1"], url=f"{H}/p/a")),
              {f"{H}/p/a": fetched()}, {"count": 4, "never": [f"{H}/deep.xml", f"{H}/p/deep"]}, ledger_pages=[f"{H}/p/a"]))])
 
+OFF_INDEX = ('<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+             '<sitemap><loc>https://www.example.com/sm1.xml</loc></sitemap>'
+             '<sitemap><loc>https://other.example.org/sm9.xml</loc></sitemap></sitemapindex>')
+case("discovery", "disc-sitemapindex-offlist-child", "D-24: a sitemapindex child outside allowed_origins is skipped, never requested, and is no listing failure.",
+     ["D-24", "DISC-22", "COV-07"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", OFF_INDEX, ctype="application/xml"),
+           ex(f"{H}/sm1.xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.com/p/a</loc></url></urlset>', ctype="application/xml"),
+           ex("https://other.example.org/sm9.xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.com/p/z</loc></url></urlset>', ctype="application/xml"),
+           page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P(f"{H}/p/a", ["A"], url=f"{H}/p/a")),
+             {f"{H}/p/a": fetched()}, {"count": 3, "never": ["https://other.example.org/sm9.xml"]}))])
+
+POINTERS = {"collection.discovery.records.pointer": "/data/0/items", "collection.discovery.link.pointer": "/a~1b",
+            "collection.discovery.identity.pointer": "/k~01"}
+case("discovery", "disc-pointer-tokens", "RFC 6901 in discovery pointers: array index tokens, ~1 is '/', ~0 is '~' and ~01 is the two characters '~1'; a record without identity takes its canonical URL (D-27).",
+     ["DISC-07", "DISC-09", "DISC-10", "D-27"], recipe(**POINTERS),
+     [run([ex(L, {"data": [{"items": [{"a/b": "/p/a", "k~1": "ka"}, {"a/b": "/p/x"}]}]}), page("a", "A"), page("x", "X")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("ka", ["A"], url=f"{H}/p/a"), P(f"{H}/p/x", ["X"], url=f"{H}/p/x")),
+             {"ka": fetched(), f"{H}/p/x": fetched()}, {"count": 3}, ledger_pages=["ka", f"{H}/p/x"]))])
+
+case("merge", "merge-sort-numeric-ids", "page_id sorts bytewise even when ids look like numbers: \"10\" before \"9\".", ["PROV-14", "D-29"], recipe(),
+     [run([listing(L, "9", "10"), page("9", "N"), page("10", "T")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("9", ["N"]), P("10", ["T"])), {}, {"count": 3}))])
+
+case("fetch", "fetch-429-retried-after", "429 is retried like 5xx (D-08), no sooner than its Retry-After says.", ["D-08", "FETCH-21"],
+     recipe(**{"collection.pages.retries": 1}),
+     [run([listing(L, "a"), seq(f"{H}/p/a", ex(f"{H}/p/a", "", status=429, ctype="text/plain", headers=[("Retry-After", "40")]), page("a", "A"))],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 3, "max_per_url": 2},
+             time_order=[["disc:a", 40, "fetch:a:1"]], clock_slack_seconds=3600))])
+
+SB_LIST = '[{"id":"a","link":"/p/a"},{"id":"b","link":"/p/b"}]'
+case("fetch", "fetch-source-bytes-listings-count", "Listing bytes count toward max_source_bytes (D-20): the listing and page a fit, page b would pass the cap and is not taken; a listing refused for its media type is refused unread and costs nothing.",
+     ["D-20", "FETCH-14", "DISC-31"], recipe(**{"collection.discovery.pagination": {"kind": "page_parameter", "parameter": "page"}, "limits.max_source_bytes": len(SB_LIST) + len(page_body("A")) + 5}),
+     [run([ex(f"{L}?page=1", SB_LIST), ex(f"{L}?page=2", "<html>" + "x" * 4000 + "</html>", ctype="text/html"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, discovery_requests=2, discovery_complete=False, discovery_failure=f"{L}?page=2",
+                 pending={"between": [0, 1]}, failed={"between": [0, 1]}, failed_this_run={"between": [0, 1]},
+                 budget_exhausted="max_source_bytes", complete=False),
+             relation(P("a", ["A"])), {"a": fetched()}, {"include": [f"{H}/p/a"]}))])
+
 case("discovery", "disc-sitemap-doctype-refused", "A sitemap carrying a DOCTYPE is not read: with nothing to continue from the run is refused.",
      ["DISC-05", "REF-03"], recipe(**SM),
      [run([ex(f"{H}/sitemap.xml", '<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY e "https://www.example.com/p/a">]>'
@@ -681,6 +768,48 @@ case("pagination", "pag-empty-first-page", "An empty first page is a natural sto
      recipe(**PP),
      [run([ex(f"{L}?page=1", [])], ok(cov(), relation(), {}, {"count": 1}, ledger_pages=[]))])
 
+API = f"{H}/api/v2/list"
+case("pagination", "pag-link-header-rels", "link_header reads rel case-insensitively, as one of several space-separated types, quoted or not; it takes the entry whose rel is next (not the first entry) and resolves it against the listing it came from.",
+     ["PAG-09", "URL-01", "D-24"], recipe(**LH, **{"collection.discovery.url": API}),
+     [run([listing(API, "a", headers=[("Link", '</api/v2/first>; rel="first", <list2>; rel=NEXT')]),
+           listing(f"{H}/api/v2/list2", "b", headers=[("Link", '<list3>; rel="last next"')]),
+           listing(f"{H}/api/v2/list3", "c", headers=[("Link", "<list4>; rel=next")]),
+           listing(f"{H}/api/v2/list4", "d"), listing(f"{H}/api/v2/first", "z"), listing(f"{H}/list2", "y"),
+           page("a", "A"), page("b", "B"), page("c", "C"), page("d", "D")],
+          ok(cov(discovered=4, known=4, fetched_this_run=4, discovery_requests=4),
+             relation(*(P(x, [x.upper()]) for x in "abcd")), {},
+             {"order": [API, f"{H}/api/v2/list2", f"{H}/api/v2/list3", f"{H}/api/v2/list4"] + [f"{H}/p/{x}" for x in "abcd"]}))])
+
+case("pagination", "pag-next-off-allowlist", "A next address outside allowed_origins is never requested: discovery stops there, incomplete, and names it (D-24); the pages already listed are fetched.",
+     ["D-24", "COV-07", "URL-10"], recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '<https://other.example.org/list2>; rel="next"')]),
+           listing("https://other.example.org/list2", "b"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_complete=False,
+                 discovery_failure="https://other.example.org/list2", complete=False),
+             relation(P("a", ["A"])), {"a": fetched()}, {"order": [L, f"{H}/p/a"], "never": ["https://other.example.org/list2"]}))])
+
+case("pagination", "pag-cursor-unusable-tokens", "cursor: an empty-string or null token on a non-empty page is no token: discovery stops complete, without a request for it.",
+     ["PAG-12", "D-23"], recipe(**CUR),
+     [run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": ""}), ex(f"{L}?cursor=", {"items": [{"id": "z", "link": "/p/z"}]}), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {}, {"order": [L, f"{H}/p/a"]})),
+      run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": None}), ex(f"{L}?cursor=null", {"items": [{"id": "z", "link": "/p/z"}]})],
+          ok(cov(discovered=1, known=1), None, {}, {"order": [L]}, relation_same_as_run=1))])
+
+case("pagination", "pag-ceiling-counts-retries", "A listing retry counts against discovery.max_requests (D-05): with a ceiling of 2, a listing answered 503 then 200 leaves no request for page 2.",
+     ["D-05", "PAG-17", "COV-05"], recipe(**PP, **{"collection.discovery.max_requests": 2, "collection.pages.retries": 1}),
+     [run([seq(f"{L}?page=1", ex(f"{L}?page=1", "", status=503, ctype="text/plain"), listing(f"{L}?page=1", "a")),
+           listing(f"{L}?page=2", "b"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2, discovery_complete=False, complete=False),
+             relation(P("a", ["A"])), {"a": fetched()}, {"order": [f"{L}?page=1", f"{L}?page=1", f"{H}/p/a"], "never": [f"{L}?page=2"]},
+             clock_slack_seconds=3600))])
+
+case("discovery", "disc-duplicates-counted-per-occurrence", "duplicates_dropped counts every dropped occurrence: an id listed three times drops two.",
+     ["COV-08", "DISC-34"], recipe(),
+     [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "a", "link": "/p/a2"}, {"id": "a", "link": "/p/a3"}, {"id": "b", "link": "/p/b"}]),
+           page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, duplicates_dropped=2), relation(P("a", ["A"]), P("b", ["B"])), {},
+             {"count": 3}))])
+
 # --- urls ---------------------------------------------------------------------------------
 NOID = {"collection.discovery.identity": DELETE}
 case("urls", "url-canonical-form", "Links are resolved against the listing and canonicalised: scheme and host lowercased, fragment and :443 dropped, dot segments removed; path case, trailing slash and query order kept.",
@@ -721,6 +850,19 @@ case("urls", "url-redirect-off-allowlist", "A page whose redirect leaves the all
           ok(cov(discovered=2, known=2, skipped=1), None, {"a": skipped("https://other.example.org/moved/a")},
              {"count": 1, "order": [L]}, relation_same_as_run=1))])
 
+O2 = "https://other.example.org"
+case("urls", "url-skipped-recheck-landed", "D-65: a page skipped because its redirect left the allowlist is re-checked by where it landed: allowing that origin makes it pending and fetched; its listed URL alone does not.",
+     ["URL-13", "URL-16", "D-26", "D-34", "D-65"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", f"{O2}/moved/a")])],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped(f"{O2}/moved/a")}, {"order": [L, f"{H}/p/a"]})),
+      run([listing(L, "a")],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped(f"{O2}/moved/a")}, {"count": 1, "order": [L]})),
+      run([listing(L, "a"), ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", f"{O2}/moved/a")]),
+           page(f"{O2}/moved/a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
+             {"order": [L, f"{H}/p/a", f"{O2}/moved/a"]}),
+          recipe=recipe(**{"collection.pages.allowed_origins": [H, O2]}))])
+
 case("urls", "url-redirect-http", "A redirect to a plain-http address is handled like skipped_origin.", ["URL-13", "URL-15"], recipe(),
      [run([listing(L, "a"), ex(f"{H}/p/a", "", status=301, ctype=None, headers=[("Location", "http://www.example.com/p/a")])],
           ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped("http://www.example.com/p/a")}, {"count": 2}))])
@@ -730,6 +872,214 @@ case("urls", "url-redirect-within", "A redirect inside the allowlist is followed
      [run([listing(L, "a"), ex(f"{H}/p/a", "", status=301, ctype=None, headers=[("Location", "/p/a/")]), page(f"{H}/p/a/", "A")],
           ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"], body=page_body("A"))), {"a": fetched()},
              {"order": [L, f"{H}/p/a", f"{H}/p/a/"]}))])
+
+EXPLICIT_AB = {"collection.discovery": {"kind": "explicit", "members": [{"page_id": "a", "url": f"{H}/p/a"},
+                                                                     {"page_id": "b", "url": f"{H}/p/b"}]}}
+case("fetch", "fetch-robots-redirect-off-allowlist", "D-66: robots.txt redirecting outside allowed_origins is not followed and means disallow all: every page of that origin fails robots_disallowed unrequested.",
+     ["D-66", "D-58", "D-48"], recipe(**EXPLICIT_AB, **{"limits.max_requests": 200}),
+     [run([ex(f"{H}/robots.txt", "", status=301, ctype=None, headers=[("Location", "https://example.com/robots.txt")]),
+           ex("https://example.com/robots.txt", "User-agent: *\nAllow: /\n", ctype="text/plain"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, discovery_requests=0, failed_this_run=2, failed=2, complete=False), relation(),
+             {"a": failed("robots_disallowed"), "b": failed("robots_disallowed")},
+             {"count": 0, "never": ["https://example.com/robots.txt", f"{H}/p/a", f"{H}/p/b"]}))])
+
+def explicit(*paths, **extra) -> dict:
+    """A recipe whose explicit members are H + path, page_id the path's last segment(s)."""
+    members = [{"page_id": pid, "url": f"{H}{path}"} for pid, path in paths]
+    return recipe(**{"collection.discovery": {"kind": "explicit", "members": members}, "limits.max_requests": 200}, **extra)
+
+
+ROBOTS_MATCH = """User-agent: conformancebot
+Allow: /
+Disallow: /d
+Allow: /d/long
+Allow: /t
+Disallow: /t
+Disallow: /q?x=1
+Disallow: /end$
+Disallow: /w*z
+Disallow: /café
+
+User-agent: *
+Disallow: /s
+
+User-agent: ConformanceBot
+Disallow:
+Disallow: /second
+"""
+ROBOT_PAGES = [("d-short", "/d/short", False), ("d-long", "/d/long/x", True), ("t", "/t", True), ("q", "/q?x=1", False),
+               ("q2", "/q?x=2", True), ("end", "/end", False), ("endless", "/endless", True), ("wz", "/wxyz", False),
+               ("cafe", "/caf%C3%A9", False), ("s", "/s", True), ("second", "/second", False)]
+case("fetch", "fetch-robots-matching", "RFC 9309 matching for the fetcher's token: the longest rule wins and allow wins a tie, the query is part of the path, $ anchors and * matches any run, rules compare percent-encoded, groups naming the token (case-insensitively) merge and replace *, an empty Disallow allows.",
+     ["FETCH-22", "FETCH-23", "D-57"], explicit(*((pid, path) for pid, path, _ in ROBOT_PAGES)),
+     [run([ex(f"{H}/robots.txt", ROBOTS_MATCH, ctype="text/plain")] + [page(f"{H}{path}", pid.upper()) for pid, path, ok_ in ROBOT_PAGES if ok_],
+          ok(cov(discovered=len(ROBOT_PAGES), known=len(ROBOT_PAGES), discovery_requests=0,
+                 fetched_this_run=sum(1 for *_, ok_ in ROBOT_PAGES if ok_), failed_this_run=sum(1 for *_, ok_ in ROBOT_PAGES if not ok_),
+                 failed=sum(1 for *_, ok_ in ROBOT_PAGES if not ok_), complete=False),
+             relation(*(P(pid, [pid.upper()], url=f"{H}{path}") for pid, path, ok_ in ROBOT_PAGES if ok_)),
+             {pid: (fetched() if ok_ else failed("robots_disallowed")) for pid, path, ok_ in ROBOT_PAGES},
+             {"count": sum(1 for *_, ok_ in ROBOT_PAGES if ok_), "never": [f"{H}{path}" for _, path, ok_ in ROBOT_PAGES if not ok_],
+              "robots": {H: 1}}))])
+
+LATE = "User-agent: *\n" + "".join(f"# padding line {i:05d} so that the rule below sits past 64 KiB\n" for i in range(1400)) + "Disallow: /p/late\n"
+case("fetch", "fetch-robots-large", "robots.txt is parsed to at least 500 KiB: a rule past the first 64 KiB still applies.", ["D-58", "FETCH-22"],
+     explicit(("a", "/p/a"), ("late", "/p/late")),
+     [run([ex(f"{H}/robots.txt", LATE, ctype="text/plain"), page("a", "A"), page(f"{H}/p/late", "L")],
+          ok(cov(discovered=2, known=2, discovery_requests=0, fetched_this_run=1, failed_this_run=1, failed=1, complete=False),
+             relation(P("a", ["A"])), {"a": fetched(), "late": failed("robots_disallowed")}, {"count": 1, "never": [f"{H}/p/late"]}))])
+
+case("fetch", "fetch-robots-truncated", "A robots.txt body cut short (the connection drops) means disallow all for the run, whatever was read.",
+     ["D-58", "FETCH-22"], explicit(("a", "/p/a")),
+     [run([ex(f"{H}/robots.txt", "User-agent: *\nAllow: /\n# " + "x" * 200 + "\n", ctype="text/plain", drop_connection=30), page("a", "A")],
+          ok(cov(discovered=1, known=1, discovery_requests=0, failed_this_run=1, failed=1, complete=False), relation(),
+             {"a": failed("robots_disallowed")}, {"count": 0, "never": [f"{H}/p/a"]}))])
+
+case("fetch", "fetch-robots-redirects", "robots.txt redirects within the allowlist are followed (up to five hops) and the target's rules apply.",
+     ["D-58", "FETCH-22"], explicit(("a", "/p/a"), ("b", "/p/b")),
+     [run([ex(f"{H}/robots.txt", "", status=301, ctype=None, headers=[("Location", "/r1.txt")]),
+           ex(f"{H}/r1.txt", "", status=302, ctype=None, headers=[("Location", "/r2.txt")]),
+           ex(f"{H}/r2.txt", "User-agent: *\nDisallow: /p/b\n", ctype="text/plain"), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, discovery_requests=0, fetched_this_run=1, failed_this_run=1, failed=1, complete=False),
+             relation(P("a", ["A"])), {"a": fetched(), "b": failed("robots_disallowed")}, {"include": [f"{H}/p/a"], "never": [f"{H}/p/b"]}))])
+
+HOPS = [ex(f"{H}/robots.txt", "", status=301, ctype=None, headers=[("Location", "/h1.txt")])] + \
+    [ex(f"{H}/h{i}.txt", "", status=301, ctype=None, headers=[("Location", f"/h{i + 1}.txt")]) for i in range(1, 6)] + \
+    [ex(f"{H}/h6.txt", "User-agent: *\nDisallow: /\n", ctype="text/plain")]
+case("fetch", "fetch-robots-too-many-redirects", "A robots.txt that needs more than five redirects is unavailable: allow all (RFC 9309 2.3.1.2, D-58).",
+     ["D-58"], explicit(("a", "/p/a")),
+     [run(HOPS + [page("a", "A")],
+          ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
+             {"include": [f"{H}/p/a"], "never": [f"{H}/h6.txt"]}))])
+
+OFFLIST = ["https://b.example.com/x/../y", "https://b.example.com/p/%7euser", "https://b.example.com",
+           "https://bücher.example.com/x", "https://www.example.com./p/t"]
+case("urls", "url-canonical-details", "D-54: dot segments go even in absolute links, IDN hosts become lowercase punycode, and nothing else changes (percent-encoding case, an empty path); a trailing-dot host is not the allowed host. Page ids show the canonical form.",
+     ["D-54", "URL-01", "URL-10", "URL-18", "DISC-10"], recipe(**NOID),
+     [run([ex(L, [{"link": "https://www.example.com/x/../p/dot"}] + [{"link": u} for u in OFFLIST]), page(f"{H}/p/dot", "D")],
+          ok(cov(discovered=6, known=6, fetched_this_run=1, skipped=5), relation(P(f"{H}/p/dot", ["D"], url=f"{H}/p/dot")),
+             {f"{H}/p/dot": fetched(), "https://b.example.com/y": skipped(), "https://b.example.com/p/%7euser": skipped(),
+              "https://b.example.com": skipped(), "https://xn--bcher-kva.example.com/x": skipped(),
+              "https://www.example.com./p/t": skipped()},
+             {"count": 2, "never": ["https://www.example.com./p/t", "https://www.example.com/p/t"]},
+             ledger_pages=[f"{H}/p/dot", "https://b.example.com/y", "https://b.example.com/p/%7euser", "https://b.example.com",
+                           "https://xn--bcher-kva.example.com/x", "https://www.example.com./p/t"]))])
+
+case("urls", "url-relative-to-its-listing", "A relative link resolves against the listing it appeared on, not the discovery address; a relative Location against the address that answered it.",
+     ["URL-01", "D-25"], recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '</sub/list2>; rel="next"')]), ex(f"{H}/sub/list2", [{"id": "z", "link": "p/z"}]),
+           ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", "a2")]), page(f"{H}/p/a2", "A"), page(f"{H}/sub/p/z", "Z")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2),
+             relation(P("a", ["A"]), P("z", ["Z"], url=f"{H}/sub/p/z")), {},
+             {"order": [L, f"{H}/sub/list2", f"{H}/p/a", f"{H}/p/a2", f"{H}/sub/p/z"]}))])
+
+case("urls", "url-skipped-recheck-listed", "D-65: a page skipped because its own link was off the allowlist is re-checked by that link: allowing its origin makes it pending and fetched.",
+     ["D-65", "D-34", "URL-10"], recipe(),
+     [run([listing(L, ("o", "https://other.example.org/p/o"))],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"o": skipped()}, {"count": 1})),
+      run([listing(L, ("o", "https://other.example.org/p/o")), page("https://other.example.org/p/o", "O")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("o", ["O"], url="https://other.example.org/p/o")), {"o": fetched()},
+             {"order": [L, "https://other.example.org/p/o"]}),
+          recipe=recipe(**{"collection.pages.allowed_origins": [H, "https://other.example.org"]}))])
+
+case("urls", "url-skipped-relisted-elsewhere", "D-65: a page skipped by its redirect becomes pending when discovery lists it under a different canonical URL.",
+     ["D-65", "D-26"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=302, ctype=None, headers=[("Location", "https://other.example.org/moved/a")])],
+          ok(cov(discovered=1, known=1, skipped=1), relation(), {"a": skipped("https://other.example.org/moved/a")}, {"count": 2})),
+      run([listing(L, ("a", "/p/a-new")), page(f"{H}/p/a-new", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"], url=f"{H}/p/a-new")), {"a": fetched()},
+             {"order": [L, f"{H}/p/a-new"]}))])
+
+case("fetch", "fetch-media-types", "Detail pages: json.tabular takes every JSON media type of its set (application/ld+json here, parameters and case ignored); a page without Content-Type is refused media_type_refused unread.",
+     ["D-37", "READ-06", "D-45"], recipe(),
+     [run([listing(L, "a", "b", "c"), page("a", "A", ctype="application/ld+json"), page("b", "B", ctype="Application/JSON; charset=utf-8"),
+           page("c", "C", ctype=None)],
+          ok(cov(discovered=3, known=3, fetched_this_run=2, failed_this_run=1, failed=1, complete=False),
+             relation(P("a", ["A"]), P("b", ["B"])), {"c": failed("media_type_refused")}, {"count": 4}))])
+
+def reader_recipe(family: str, version: str, options: str, **changes) -> dict:
+    return recipe(**{"connector.parameters": [{"name": "reader.family_id", "value": family},
+                                              {"name": "reader.family_version", "value": version},
+                                              {"name": "reader.decode_options", "value": options}]}, **changes)
+
+
+def table(pages, columns) -> str:
+    """pages: (page_id, body, [row tuples], revision) → relation text (any Reader's columns)."""
+    lines = [",".join((*columns, PROV))]
+    for pid, body, rows, revision in sorted(pages, key=lambda p: p[0].encode("utf-8")):
+        for n, row in enumerate(rows, 1):
+            lines.append(",".join(csv_field(x) for x in (*row, pid, f"{H}/p/{pid}"))
+                         + f",{fetch_ts(pid, revision)},{sha(body)},{revision},{disc_ts(pid)},{n}")
+    return "\n".join(lines) + "\n"
+
+
+HT_OPTIONS = '{"table":{"columns":["title","n"],"selector":"table.t"}}'
+HT_A = '<table class="t"><tr><th>title</th><th>n</th></tr><tr><td>A  one</td><td>1</td></tr><tr><td>A2</td></tr><tr><td> </td></tr></table>'
+HT_B = ('<html xmlns="http://www.w3.org/1999/xhtml"><body><table class="t"><tr><th>title</th><th>n</th></tr>'
+        '<tr><td>B</td><td>2</td></tr></table></body></html>')
+HT_A2 = '<table class="t"><tr><th>n</th><th>title</th></tr><tr><td>9</td><td>A new</td></tr></table>'
+case("fetch", "read-html-tabular", "html.tabular: a table's header must equal the declared columns, in order; short rows are padded, empty rows skipped, text normalised; application/xhtml+xml is an HTML type; a page whose header changed (here: the same columns swapped) fails column_mismatch and keeps its previous rows (D-12).",
+     ["READ-04", "READ-05", "READ-06", "D-12", "D-37", "MERGE-22", "MERGE-24"],
+     reader_recipe("html.tabular", "1.0.0", HT_OPTIONS, **RH),
+     [run([listing(L, ("a", "/p/a", {"modified": "1"}), ("b", "/p/b", {"modified": "1"})),
+           ex(f"{H}/p/a", HT_A, ctype="text/html"), ex(f"{H}/p/b", HT_B, ctype="application/xhtml+xml")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2),
+             table([("a", HT_A, [("A one", "1"), ("A2", "")], 1), ("b", HT_B, [("B", "2")], 1)], ("title", "n")), {}, {"count": 3})),
+      run([listing(L, ("a", "/p/a", {"modified": "2"}), ("b", "/p/b", {"modified": "1"})), ex(f"{H}/p/a", HT_A2, ctype="text/html")],
+          ok(cov(discovered=2, known=2, failed_this_run=1, failed=1, complete=False), None,
+             {"a": failed("column_mismatch", 1)}, {"count": 2}, relation_same_as_run=1))])
+
+WE_OPTIONS = '{"metadata":["language"],"selectors":{"story":"div.story","title":"h1"}}'
+WE_A = ('<html lang="en"><head><title>Tab title</title></head><body><h1>Head  line</h1><nav>menu</nav>'
+        '<div class="story"><p>First para.</p><p>Second   para.</p></div></body></html>')
+case("fetch", "read-html-web-extract", "html.web_extract (the specification's own example pins it): title and story from their selectors, the story one block per line, then the metadata columns in order.",
+     ["READ-01", "READ-04", "READ-05"], reader_recipe("html.web_extract", "1.1.0", WE_OPTIONS),
+     [run([listing(L, "a"), ex(f"{H}/p/a", WE_A, ctype="text/html; charset=utf-8")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1),
+             table([("a", WE_A, [("Head line", "First para.\nSecond para.", "en")], 1)], ("title", "story", "language")), {}, {"count": 2}))])
+
+XT_OPTIONS = '{"columns":[{"name":"title","path":"title"},{"attribute":"id","name":"id"}],"records":{"path":"item"}}'
+XT_A = '<?xml version="1.0"?><items><item id="1"><title>X  one</title></item><item id="2"><title><![CDATA[Y]]></title></item></items>'
+XT_B = '<items><item id="3"><title>Z</title></item></items>'
+case("fetch", "read-xml-tabular", "xml.tabular: one row per record path match, columns from child text (CDATA included) or an attribute; application/xml and text/xml are accepted, application/rss+xml is not (media_type_refused).",
+     ["READ-04", "READ-05", "READ-06", "D-37"], reader_recipe("xml.tabular", "1.0.0", XT_OPTIONS),
+     [run([listing(L, "a", "b", "c"), ex(f"{H}/p/a", XT_A, ctype="application/xml"), ex(f"{H}/p/b", XT_B, ctype="text/xml"),
+           ex(f"{H}/p/c", XT_B, ctype="application/rss+xml")],
+          ok(cov(discovered=3, known=3, fetched_this_run=2, failed_this_run=1, failed=1, complete=False),
+             table([("a", XT_A, [("X one", "1"), ("Y", "2")], 1), ("b", XT_B, [("Z", "3")], 1)], ("title", "id")),
+             {"c": failed("media_type_refused")}, {"count": 4}))])
+
+case("fetch", "fetch-robots-empty-disallow", "An empty Disallow line allows everything (RFC 9309).", ["FETCH-22"], explicit(("a", "/p/a")),
+     [run([ex(f"{H}/robots.txt", "User-agent: *\nDisallow:\n", ctype="text/plain"), page("a", "A")],
+          ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 1}))])
+
+case("fetch", "fetch-budget-retry-charged", "A retry is charged to limits.max_requests (FETCH-07): with the registration sum exact, a retried page uses the request the next page needed.",
+     ["FETCH-07", "FETCH-09", "COV-16"],
+     recipe(**{"collection.discovery.max_requests": 1, "collection.pages.max_fetches_per_run": 2, "limits.max_requests": 3,
+               "collection.pages.retries": 1}),
+     [run([listing(L, "a", "b"), seq(f"{H}/p/a", ex(f"{H}/p/a", "", status=503, ctype="text/plain"), page("a", "A")), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending=1, budget_exhausted="max_requests", complete=False),
+             relation(P("a", ["A"])), {"a": fetched(), "b": pending()}, {"count": 3, "never": [f"{H}/p/b"]}, clock_slack_seconds=3600))])
+
+case("fetch", "fetch-budget-hop-not-past", "No redirect hop goes past limits.max_requests (FETCH-09): the hop a page still needed is never sent.",
+     ["FETCH-06", "FETCH-09"],
+     recipe(**{"collection.discovery.max_requests": 1, "collection.pages.max_fetches_per_run": 2, "limits.max_requests": 3}),
+     [run([listing(L, "a", "b"), page("a", "A"), ex(f"{H}/p/b", "", status=302, ctype=None, headers=[("Location", "/p/b2")]), page(f"{H}/p/b2", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending={"between": [0, 1]}, failed={"between": [0, 1]},
+                 failed_this_run={"between": [0, 1]}, budget_exhausted="max_requests", complete=False),
+             None, {"a": fetched()}, {"count": 3, "never": [f"{H}/p/b2"]}, relation=relation(P("a", ["A"]))))])
+
+SRC_LIST = '[{"id":"a","link":"/p/a"}]'
+case("fetch", "fetch-source-bytes-exact", "limits.max_source_bytes counts decoded listing and page bytes (D-20); a run whose bodies total exactly the cap is not cut.",
+     ["FETCH-14", "D-20"], recipe(**{"limits.max_source_bytes": len(SRC_LIST) + len(page_body("A"))}),
+     [run([ex(L, SRC_LIST), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"count": 2}))])
+
+FIVE = [ex(f"{H}/p/a", "", status=301, ctype=None, headers=[("Location", "/p/a1")])] + \
+    [ex(f"{H}/p/a{i}", "", status=302, ctype=None, headers=[("Location", f"/p/a{i + 1}")]) for i in range(1, 5)] + [page(f"{H}/p/a5", "A")]
+case("fetch", "fetch-five-redirects", "A chain of exactly five redirect hops is followed (D-25); every hop is a request.", ["D-25", "FETCH-06", "FETCH-08"],
+     recipe(), [run([listing(L, "a")] + FIVE,
+                    ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()},
+                       {"order": [L, f"{H}/p/a"] + [f"{H}/p/a{i}" for i in range(1, 6)]}))])
 
 # --- fetch --------------------------------------------------------------------------------
 case("fetch", "fetch-budget-exact-sum-redirect", "limits.max_requests equal to the registration sum runs out when a page redirects: budget_exhausted max_requests, the run still succeeds.",
@@ -847,6 +1197,23 @@ case("fetch", "fetch-wire-politeness", "Over TLS: at least min_interval_seconds 
              wire={"min_gap_seconds": 2.0, "max_connections_per_origin": 2, "robots_first": True, "no_credentials": True}))],
      modes=["loopback"])
 
+case("fetch", "fetch-wire-slow-pages", "Over TLS, pages answering slower than min_interval_seconds: a third request to the origin would need a third connection, so it waits for one of the two to finish (FETCH-18), and starts stay min_interval_seconds apart.",
+     ["FETCH-18", "FETCH-19", "D-09", "D-10"],
+     recipe(**{"collection.pages.concurrency": 10, "collection.pages.min_interval_seconds": 1}),
+     [run([listing(L, "a", "b", "c", "d")] + [page(x, x.upper(), delay_seconds=2.5) for x in "abcd"],
+          ok(cov(discovered=4, known=4, fetched_this_run=4), relation(*(P(x, [x.upper()]) for x in "abcd")), {}, {"count": 5},
+             wire={"min_gap_seconds": 1.0, "max_connections_per_origin": 2}))],
+     modes=["loopback"])
+
+case("fetch", "fetch-wire-listings-and-pages", "Over TLS, listings and pages share one host's politeness: every request to the host, listing or page, first try or retry, keeps min_interval_seconds from the one before.",
+     ["FETCH-19", "D-05", "D-10", "FETCH-21"],
+     recipe(**PP, **{"collection.pages.concurrency": 2, "collection.pages.min_interval_seconds": 2, "collection.pages.retries": 1}),
+     [run([listing(f"{L}?page=1", "a", "b"), listing(f"{L}?page=2", "c"), ex(f"{L}?page=3", []),
+           seq(f"{H}/p/a", ex(f"{H}/p/a", "", status=503, ctype="text/plain"), page("a", "A")), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3, discovery_requests=3), relation(*(P(x, [x.upper()]) for x in "abc")), {},
+             {"count": 7}, wire={"min_gap_seconds": 2.0, "max_connections_per_origin": 2, "robots_first": True}))],
+     modes=["loopback"])
+
 case("fetch", "fetch-two-hosts", "Pages on two allowed origins are fetched; each origin's robots.txt is read once.", ["URL-17", "D-10", "D-58"],
      recipe(**{"collection.pages.allowed_origins": [H, "https://cdn.example.com"], "collection.pages.concurrency": 4}),
      [run([ex(L, [{"id": "a", "link": "/p/a"}, {"id": "c", "link": "https://cdn.example.com/p/c"}]), page("a", "A"), page("https://cdn.example.com/p/c", "C")],
@@ -866,8 +1233,145 @@ case("merge", "merge-idle-refresh-unchanged", "Refetched pages with the ledger's
      ["MERGE-13", "MERGE-14", "MERGE-15", "MERGE-30", "COV-11", "D-31", "D-32"], recipe(**IV),
      [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
       run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2, unchanged=2), None, {"a": fetched(1), "b": fetched(1)},
-                  {"count": 3}, relation_same_as_run=1, corrections=[]), clock_advance_seconds=3600),
+                  {"count": 3}, relation_same_as_run=1, corrections=[]), clock_advance_seconds=3601),
       run(EX2, ok(cov(discovered=2, known=2), None, {}, {"count": 1}, relation_same_as_run=1), clock_advance_seconds=1800)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("fetch", "fetch-unchanged-charged", "An unchanged refetch uses up max_fetches_per_run like any successful fetch (D-16).",
+     ["D-16", "FETCH-12", "COV-17"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged=1, budget_exhausted="max_fetches_per_run", complete=False),
+                  None, {}, {"order": [L, f"{H}/p/a"]}, relation_same_as_run=1),
+          clock_advance_seconds=3601, recipe=recipe(**IV, **{"collection.pages.max_fetches_per_run": 1}))],
+     modes=["inline"], requires=["clock_advance"])
+
+case("fetch", "fetch-max-pages-ledger", "max_pages bounds the ledger's distinct pages, not this run's listing (D-18): unlisted pages still count; a ledger that is exactly full with nothing refused names no budget.",
+     ["D-18", "FETCH-13", "COV-17"], recipe(**{"collection.pages.max_pages": 2}),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run([listing(L, "c"), page("c", "C")],
+          ok(cov(discovered=1, known=2, budget_exhausted="max_pages", complete=False), None, {}, {"count": 1, "never": [f"{H}/p/c"]},
+             relation_same_as_run=1, ledger_pages=["a", "b"]))])
+
+def ts(name: str) -> str:
+    return f"{{{{ts:{name}}}}}"
+
+
+case("merge", "merge-interval-exact", "D-63 at the exact instant: with explicit discovery nothing happens between a run's start and its work order, so a page fetched exactly `seconds` before the run is not due; seconds + 100 later it is (the politeness gap, here 3600 s, is not added to the threshold).",
+     ["D-63", "MERGE-30"], explicit(("a", "/p/a"), **{**IV, "collection.pages.min_interval_seconds": 3600}),
+     [run([page("a", "A")], ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1), relation(P("a", ["A"])),
+                               {"a": {"last_fetched_at": ts("lf:a:1")}}, {"count": 1}, clock_slack_seconds=7300)),
+      run([page("a", "A")], ok(cov(discovered=1, known=1, discovery_requests=0), None, {"a": {"last_fetched_at": ts("lf:a:1")}},
+                               {"count": 0}, relation_same_as_run=1, clock_slack_seconds=7300), clock_advance_seconds=3600),
+      run([page("a", "A")], ok(cov(discovered=1, known=1, discovery_requests=0, fetched_this_run=1, unchanged=1), None, {},
+                               {"count": 1}, relation_same_as_run=1, clock_slack_seconds=7300), clock_advance_seconds=100)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-ledger-times", "Ledger times by value (protocol v2): discovered_at is kept for good, last_seen_at moves with every discovery that lists the page and only then, last_fetched_at moves with every successful fetch (D-32) while page_fetched_at stays (D-31); a page is fetched after it was discovered, and pages of one host min_interval_seconds apart.",
+     ["D-31", "D-32", "PROV-07", "PROV-09", "MERGE-13", "MERGE-25", "FETCH-19"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION,
+                  {"a": {"discovered_at": ts("disc:a"), "last_seen_at": ts("seen:a:1"), "last_fetched_at": ts("lf:a:1"), "failed_at": None},
+                   "b": {"discovered_at": ts("disc:b"), "last_seen_at": ts("seen:b:1"), "last_fetched_at": ts("lf:b:1")}},
+                  {"count": 3}, time_order=[["disc:a", 0.001, "fetch:a:1"], ["disc:b", 0.001, "fetch:b:1"], ["fetch:a:1", 1, "fetch:b:1"]])),
+      run([listing(L, "a"), page("a", "A1", "A2"), page("b", "B1")],
+          ok(cov(discovered=1, known=2, fetched_this_run=2, unchanged=2), None,
+             {"a": {"discovered_at": ts("disc:a"), "last_seen_at": ts("seen:a:2"), "last_fetched_at": ts("lf:a:2")},
+              "b": {"discovered_at": ts("disc:b"), "last_seen_at": ts("seen:b:1"), "last_fetched_at": ts("lf:b:2")}},
+             {"count": 3}, relation_same_as_run=1,
+             time_order=[["seen:a:1", 3601, "seen:a:2"], ["lf:a:1", 3601, "lf:a:2"], ["lf:b:1", 3601, "lf:b:2"]]),
+          clock_advance_seconds=3601)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-ledger-digests", "Ledger digests (protocol v2): a change records the old digest as previous_content_sha256; an unchanged refetch leaves both alone; the hint discovery lists is recorded even when the page is not fetched.",
+     ["MERGE-18", "MERGE-13", "MERGE-06", "D-30"], recipe(**{"collection.discovery.revision": {"pointer": "/modified"}}),
+     [run([listing(L, ("a", "/p/a", {"modified": "m1"})), page("a", "A1")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A1"])),
+             {"a": {"content_sha256": sha(page_body("A1")), "previous_content_sha256": None, "revision_hint": "m1"}}, {"count": 2})),
+      run([listing(L, ("a", "/p/a", {"modified": "m2"}))],
+          ok(cov(discovered=1, known=1), None, {"a": {"revision_hint": "m2", "content_sha256": sha(page_body("A1"))}},
+             {"count": 1}, relation_same_as_run=1)),
+      run([listing(L, ("a", "/p/a", {"modified": "m2"})), page("a", "A2")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, changed=1), relation(P("a", ["A2"], 2)),
+             {"a": {"content_sha256": sha(page_body("A2")), "previous_content_sha256": sha(page_body("A1")), "revision": 2}},
+             {"count": 2}, corrections=["a"]), recipe=recipe(**RH)),
+      run([listing(L, ("a", "/p/a", {"modified": "m3"})), page("a", "A2")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, unchanged=1), None,
+             {"a": {"content_sha256": sha(page_body("A2")), "previous_content_sha256": sha(page_body("A1")), "revision": 2,
+                    "revision_hint": "m3"}},
+             {"count": 2}, relation_same_as_run=3, corrections=[]), recipe=recipe(**RH)),
+      run([listing(L, ("a", "/p/a", {"modified": "m3"}))],
+          ok(cov(discovered=1, known=1), None, {"a": {"revision": 2}}, {"order": [L]}, relation_same_as_run=3), recipe=recipe(**RH))])
+
+case("merge", "merge-failure-facts", "A failed refetch (protocol v2) records failure_code, its liveness class (D-62) and failed_at, and keeps the rows: 404 gone, 503 after retries error, a robots disallow blocked; none of them deletes rows.",
+     ["MERGE-20", "MERGE-23", "MERGE-24", "D-53", "D-62", "D-48"], recipe(**IV, **{"collection.pages.retries": 1}),
+     [run([listing(L, "a", "b", "c"), page("a", "A"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, known=3, fetched_this_run=3), relation(P("a", ["A"]), P("b", ["B"]), P("c", ["C"])), {}, {"count": 4})),
+      run([ex(f"{H}/robots.txt", "User-agent: *\nDisallow: /p/c\n", ctype="text/plain"), listing(L, "a", "b", "c"),
+           ex(f"{H}/p/a", "", status=404, ctype="text/plain"), ex(f"{H}/p/b", "", status=503, ctype="text/plain")],
+          ok(cov(discovered=3, known=3, failed_this_run=3, failed=3, complete=False), None,
+             {"a": {**failed("http_status_404", 1), "failure_class": "gone", "failed_at": ts("failed:a")},
+              "b": {**failed("http_status_503", 1), "failure_class": "error", "failed_at": ts("failed:b")},
+              "c": {**failed("robots_disallowed", 1), "failure_class": "blocked", "failed_at": ts("failed:c")}},
+             {"never": [f"{H}/p/c"], "max_per_url": 2}, relation_same_as_run=1, clock_slack_seconds=3600), clock_advance_seconds=3601)],
+     modes=["inline"], requires=["clock_advance"])
+
+case("merge", "merge-replace-exact-page", "A changed page replaces exactly its own rows: pages whose ids start with its id keep theirs; a shorter new version leaves no old rows behind.",
+     ["MERGE-16", "MERGE-27"], recipe(**RH),
+     [run([listing(L, ("1", "/p/1", {"modified": "m1"}), ("10", "/p/10", {"modified": "m1"})), page("1", "X1", "X2", "X3"), page("10", "T")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("1", ["X1", "X2", "X3"]), P("10", ["T"])), {}, {"count": 3})),
+      run([listing(L, ("1", "/p/1", {"modified": "m2"}), ("10", "/p/10", {"modified": "m1"})), page("1", "Y1")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, changed=1), relation(P("1", ["Y1"], 2), P("10", ["T"])),
+             {"1": fetched(2)}, {"order": [L, f"{H}/p/1"]}, corrections=["1"]))])
+
+case("merge", "merge-column-mismatch-keeps-rows", "A refetch decoding to other columns than the pin's fails column_mismatch and keeps the page's previous rows (D-12).",
+     ["MERGE-22", "MERGE-24", "D-12"], recipe(**RH, **{"connector.parameters.2.value": '{"columns":[{"name":"title","pointer":"/title"}],"records":{"pointer":"/rows"}}'}),
+     [run([listing(L, ("a", "/p/a", {"modified": "m1"}))] + [page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {}, {"count": 2})),
+      run([listing(L, ("a", "/p/a", {"modified": "m2"})), ex(f"{H}/p/a", '{"rows":[{"title":"A2"}]}', ctype="application/json")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, changed=1), relation(P("a", ["A2"], 2, body='{"rows":[{"title":"A2"}]}')),
+             {"a": fetched(2)}, {"count": 2}, corrections=["a"]))])
+
+case("merge", "merge-never-retries-failed", "Under revisit never a failed page is still retried on a later run (MERGE-28 names only fetched pages).",
+     ["MERGE-28", "MERGE-09"], recipe(),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=404, ctype="text/plain")],
+          ok(cov(discovered=1, known=1, failed_this_run=1, failed=1, complete=False), relation(), {"a": failed("http_status_404")}, {"count": 2})),
+      run([listing(L, "a"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"])), {"a": fetched()}, {"order": [L, f"{H}/p/a"]}))])
+
+case("merge", "merge-unlisted-still-retried", "A failed page discovery no longer lists is still retried (D-34: absence never deletes).",
+     ["D-34", "MERGE-25"], recipe(),
+     [run([listing(L, "a", "b"), page("a", "A"), ex(f"{H}/p/b", "", status=503, ctype="text/plain")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed_this_run=1, failed=1, complete=False), relation(P("a", ["A"])),
+             {"b": failed("http_status_503")}, {"count": 3})),
+      run([listing(L, "a"), page("b", "B")],
+          ok(cov(discovered=1, known=2, fetched_this_run=1), relation(P("a", ["A"]), P("b", ["B"])), {"b": fetched()},
+             {"order": [L, f"{H}/p/b"]}))])
+
+case("merge", "merge-failed-total-not-this-run", "failed counts the ledger's failed pages, not only this run's failures: a failed page left untried stays counted.",
+     ["COV-13", "D-16"], recipe(**{"collection.pages.max_fetches_per_run": 1}),
+     [run([listing(L, "a"), ex(f"{H}/p/a", "", status=404, ctype="text/plain")],
+          ok(cov(discovered=1, known=1, failed_this_run=1, failed=1, complete=False), relation(), {"a": failed("http_status_404")}, {"count": 2})),
+      run([listing(L, "a", "b"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, failed=1, budget_exhausted="max_fetches_per_run", complete=False),
+             relation(P("b", ["B"])), {"a": failed("http_status_404")}, {"order": [L, f"{H}/p/b"]}))])
+
+case("merge", "merge-revisit-orders", "Revisits follow the work order: revision_hint revisits in discovery order (not page_id order); under interval a moved hint alone does not make a page due; a hint that compares equal as an instant but differs as text is a move (D-33).",
+     ["D-51", "D-33", "MERGE-29", "MERGE-30"], recipe(**RH),
+     [run([listing(L, ("b", "/p/b", {"modified": "2024-01-01T00:00:00Z"}), ("a", "/p/a", {"modified": "1"})), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A"]), P("b", ["B"])), {}, {"order": [L, f"{H}/p/b", f"{H}/p/a"]})),
+      run([listing(L, ("b", "/p/b", {"modified": "2024-01-01T00:00:00+00:00"}), ("a", "/p/a", {"modified": "2"})), page("a", "A"), page("b", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, unchanged=2), None, {}, {"order": [L, f"{H}/p/b", f"{H}/p/a"]},
+             relation_same_as_run=1)),
+      run([listing(L, ("b", "/p/b", {"modified": "x"}), ("a", "/p/a", {"modified": "y"}))],
+          ok(cov(discovered=2, known=2), None, {}, {"order": [L]}, relation_same_as_run=1),
+          recipe=recipe(**{"collection.discovery.revision": {"pointer": "/modified"}, **IV}))])
+
+case("merge", "merge-interval-boundary", "D-63: a page fetched less than `seconds` ago is not yet due (run 2 advances the clock by seconds - 30: the specification does not fix how much virtual time politeness adds, so the exact instant is pinned by the unit test merge_30); past `seconds` it is.",
+     ["MERGE-30", "D-63"], recipe(**IV),
+     [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
+      run(EX2, ok(cov(discovered=2, known=2), None, {}, {"count": 1, "order": [L]}, relation_same_as_run=1),
+          clock_advance_seconds=3570),
+      run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2, unchanged=2), None, {"a": fetched(1), "b": fetched(1)},
+                  {"order": [L, f"{H}/p/a", f"{H}/p/b"]}, relation_same_as_run=1), clock_advance_seconds=31)],
      modes=["inline"], requires=["clock_advance"])
 
 case("merge", "merge-changed-page", "A changed digest replaces exactly that page's rows, raises its revision and is a correction.",
@@ -899,7 +1403,7 @@ case("merge", "merge-failed-keeps-rows", "A refetch that fails keeps the page's 
      [run(EX2, ok(cov(discovered=2, known=2, fetched_this_run=2), BASIC_RELATION, {}, {"count": 3})),
       run([listing(L, "a", "b"), ex(f"{H}/p/a", "", status=404, ctype="text/plain"), page("b", "B1")],
           ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged=1, failed_this_run=1, failed=1, complete=False), None,
-             {"a": failed("http_status_404", 1), "b": fetched(1)}, {"count": 3}, relation_same_as_run=1), clock_advance_seconds=3600)],
+             {"a": failed("http_status_404", 1), "b": fetched(1)}, {"count": 3}, relation_same_as_run=1), clock_advance_seconds=3601)],
      modes=["inline"], requires=["clock_advance"])
 
 case("merge", "merge-work-order", "Step 2 takes pending pages in discovery order, then failed pages oldest failure first, then revisits.",
@@ -910,7 +1414,7 @@ case("merge", "merge-work-order", "Step 2 takes pending pages in discovery order
       run([listing(L, "e", "a", "b", "c", "d"), page("a", "A"), page("b", "B"), page("c", "C"), page("d", "D"), page("e", "E")],
           ok(cov(discovered=5, known=5, fetched_this_run=5, unchanged=1), None, {}, 
              {"order": [L, f"{H}/p/e", f"{H}/p/d", f"{H}/p/b", f"{H}/p/a", f"{H}/p/c"]},
-             relation=relation(*(P(x, [x.upper()]) for x in "abcde"))), clock_advance_seconds=3600)],
+             relation=relation(*(P(x, [x.upper()]) for x in "abcde"))), clock_advance_seconds=3601)],
      modes=["inline"], requires=["clock_advance"])
 
 case("merge", "merge-pending-before-new", "Pages left pending by an earlier run come before pages discovered later (by original discovery order).",
@@ -938,7 +1442,7 @@ case("merge", "merge-resync", "A resync starts from an empty ledger, rediscovers
      [run([listing(f"{L}?page=1", "a", "b"), ex(f"{L}?page=2", []), page("a", "A1", "A2"), page("b", "B1")],
           ok(cov(discovered=2, known=2, fetched_this_run=2, discovery_requests=2), BASIC_RELATION, {}, {"count": 4})),
       run([listing(f"{L}?page=1", "a"), ex(f"{L}?page=2", []), page("a", "A1", "A2")],
-          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A1", "A2"])), {"a": fetched(1)},
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A1", "A2"]), scope="resync:"), {"a": fetched(1)},
              {"order": [f"{L}?page=1", f"{L}?page=2", f"{H}/p/a"]}, ledger_pages=["a"]), resync=True)])
 
 # --- coverage -----------------------------------------------------------------------------
@@ -954,6 +1458,18 @@ case("coverage", "cov-clamp-between-pages", "The max_rows clamp falls between pa
       run([listing(L, "a", "b"), page("b", "B1", "B2")],
           ok(cov(discovered=2, known=2, fetched_this_run=1, unchanged={"between": [0, 1]}), relation(P("a", ["A1", "A2"]), P("b", ["B1", "B2"])),
              {"b": fetched(1)}, {"order": [L, f"{H}/p/b"]}, truncated=False), recipe=recipe(**{"limits.max_rows": 10}))])
+
+case("coverage", "cov-clamp-exact-fit", "D-64: a relation holding exactly max_rows rows with nothing left out is not truncated.",
+     ["COV-20", "COV-21", "D-64"], recipe(**{"limits.max_rows": 3}),
+     [run([listing(L, "a", "b"), page("a", "A1"), page("b", "B1", "B2")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A1"]), P("b", ["B1", "B2"])),
+             {"a": fetched(), "b": fetched()}, {"count": 3}, truncated=False))])
+
+case("coverage", "cov-clamp-between-pages-short", "D-64: the clamp falls between pages and the relation holds fewer than max_rows rows: still truncated.",
+     ["COV-20", "COV-21", "COV-23", "D-64"], recipe(**{"limits.max_rows": 4}),
+     [run([listing(L, "a", "b"), page("a", "A1", "A2", "A3"), page("b", "B1", "B2")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, pending=1, complete=False), relation(P("a", ["A1", "A2", "A3"])),
+             {"a": fetched(), "b": {"state": "pending"}}, {"count": 3}, truncated=True))])
 
 case("coverage", "cov-clamp-first-page", "A first page larger than the clamp is cut through: its first max_rows rows are written and it stays pending.",
      ["COV-22", "COV-20", "COV-23", "D-52"], recipe(**{"limits.max_rows": 2}),
@@ -1008,7 +1524,7 @@ case("refusals", "ref-merge-invalid-columns", "A refresh whose Reader pin decode
       run([listing(L, "a"), page("a", "A")], refused("COLLECTION_MERGE_INVALID", {"never": [f"{H}/p/a"]}),
           recipe=recipe(**{"connector.parameters.2.value": '{"columns":[{"name":"heading","pointer":"/title"}],"records":{"pointer":"/rows"}}'})),
       run([listing(L, "a"), page("a", "A")],
-          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"]), reader_columns=("heading",)), {"a": fetched(1)}, {"count": 2}),
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"]), reader_columns=("heading",), scope="resync:"), {"a": fetched(1)}, {"count": 2}),
           resync=True)])
 
 # --- ops ----------------------------------------------------------------------------------
