@@ -2006,14 +2006,24 @@ def _():
     F.Fetcher._fetch_robots = _fetch_robots
 
 
-@fault("robots-redirect-offsite-followed")
-def _():
+def _robots_redirects(make):
+    """While robots.txt is fetched (and only then), redirects are judged by make(decision)."""
     import collection.fetch.fetcher as F
     original = F.Fetcher._fetch_robots
 
     def _fetch_robots(self, origin, tally):
         decision = F.redirect_decision
+        F.redirect_decision = make(decision)
+        try:
+            return original(self, origin, tally)
+        finally:
+            F.redirect_decision = decision
+    F.Fetcher._fetch_robots = _fetch_robots
 
+
+@fault("robots-redirect-offsite-followed")
+def _():
+    def make(decision):
         def anywhere(current, location, allowed, seen, hops):
             from collection.urls import canonicalise, origin_of
             try:
@@ -2021,32 +2031,19 @@ def _():
             except Exception:  # noqa: BLE001
                 pass
             return decision(current, location, allowed, seen, hops)
-        F.redirect_decision = anywhere
-        try:
-            return original(self, origin, tally)
-        finally:
-            F.redirect_decision = decision
-    F.Fetcher._fetch_robots = _fetch_robots
+        return anywhere
+    _robots_redirects(make)
 
 
 @fault("robots-redirect-offsite-allow-all")
 def _():
-    import collection.fetch.fetcher as F
-    original = F.Fetcher._fetch_robots
-
-    def _fetch_robots(self, origin, tally):
-        decision = F.redirect_decision
-
+    def make(decision):
         def unavailable(current, location, allowed, seen, hops):
             verdict, target, why = decision(current, location, allowed, seen, hops)
             # an off-list target read as RFC 9309's "unavailable": allow all
             return ("fail_no_location", target, why) if verdict == "skipped_origin" else (verdict, target, why)
-        F.redirect_decision = unavailable
-        try:
-            return original(self, origin, tally)
-        finally:
-            F.redirect_decision = decision
-    F.Fetcher._fetch_robots = _fetch_robots
+        return unavailable
+    _robots_redirects(make)
 
 
 # --- media types --------------------------------------------------------------------------------
