@@ -2531,9 +2531,11 @@ def _():
 @fault("merge-unchanged-rows-reprovenanced")
 def _():
     import collection.merge.engine as M
-    original = M._rows_complete
-    # an unchanged page is re-decoded and written anew, as if its rows had gone missing
+    # an unchanged page is re-decoded and written anew, as if its rows had gone missing; and
+    # written whole, not as a restore that keeps the rows it still has (issue 15's merge)
     M._rows_complete = lambda row, present: False
+    joined = M._joined
+    M._joined = lambda predecessor, columns, fresh, restored=frozenset(): joined(predecessor, columns, fresh)
 
 
 @fault("merge-replace-by-page-id-prefix")
