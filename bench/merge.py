@@ -70,7 +70,7 @@ def build_state(directory: str, pages: int) -> None:
 
 
 def discovery_for(pages: int, changed: frozenset[int]) -> DiscoveryOutcome:
-    listed = tuple(ListedPage(pid(i), url(i), "h2" if i in changed else "h1", i + 1) for i in range(pages))
+    listed = tuple(ListedPage(pid(i), url(i), "h2" if i in changed else "h1") for i in range(pages))
     return DiscoveryOutcome(listed, requests=pages // 100 + 1, complete=True, failure=None, stop_reason="empty_page")
 
 

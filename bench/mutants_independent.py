@@ -1246,7 +1246,7 @@ def _():
 
     def prepare(ledger, discovery, *a, **kw):
         prepared = original(ledger, discovery, *a, **kw)
-        listed = {page.page_id: page.ordinal for page in discovery.pages}
+        listed = {page.page_id: ordinal for ordinal, page in enumerate(discovery.pages, 1)}
         rows = {pid: replace(row, discovery_ordinal=listed[pid]) if pid in listed else row
                 for pid, row in prepared.ledger.items()}
         return replace(prepared, ledger=rows)

@@ -146,3 +146,15 @@ def test_text_output_and_usage_errors(tmp_path):
     assert CliRunner().invoke(cli, ["discover", str(path), str(tmp_path / "missing")]).exit_code == 2
     assert CliRunner().invoke(cli, ["discover", str(path), str(LISTINGS / "wordpress.json"),
                                     "--header", "nocolon"]).exit_code == 2
+
+
+def test_the_dropped_count_is_every_dropped_record_not_the_named_ones(tmp_path):
+    """D-27: past a hundred, drops are counted rather than each named; the count stays whole."""
+    page = tmp_path / "bare.html"
+    page.write_text("<div class='views-row'><h3 class='title'><a>x</a></h3></div>" * 150, encoding="utf-8")
+    path = write(tmp_path, recipe(HTML, origins=("https://www.example.com",)))
+    result = CliRunner().invoke(cli, ["discover", str(path), str(page), "--json"])
+    report = json.loads(result.stdout)
+    assert report["dropped_records"] == 150 and len(report["dropped"]) == 100
+    text = CliRunner().invoke(cli, ["discover", str(path), str(page)])
+    assert "0 records found, 150 dropped" in text.stdout

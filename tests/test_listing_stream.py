@@ -17,6 +17,8 @@ from hypothesis import given, settings, strategies as st
 from lxml import etree
 
 from collection.discover import html_index
+from collection.discover.common import ListingResponse, TextPacker
+from collection.discover.driver import DiscoveryConfig, run_offline
 from collection.discover.html_index import HtmlListingSpec, parse_html, parse_html_listing
 from collection.readers.selectors import _Parser, compile_selector
 
@@ -118,3 +120,35 @@ def test_streaming_keeps_only_the_siblings_a_position_test_needs():
     assert parse_html_listing(body, HtmlListingSpec("li:first-child > a")).links == ("/p/1",)
     listing = parse_html_listing(body, HtmlListingSpec("ul a", next_selector="li:nth-child(2) a"))
     assert len(listing.links) == 5000 and listing.next_link == "/p/2"
+
+
+@given(st.lists(st.text(max_size=12), max_size=40))
+def test_packed_links_read_back_as_the_strings_packed(texts):
+    """The link column of an HTML index is packed into one string (bench/discovery.py): every
+    href, empty or not, ASCII or not, reads back exactly, in order, by index, slice and iteration."""
+    packer = TextPacker()
+    packer._BATCH = 3                      # several joined batches even for a short list
+    for text in texts:
+        packer.append(text)
+    packed = packer.packed()
+    assert len(packed) == len(texts) and list(packed) == texts and packed == tuple(texts)
+    assert [packed[i] for i in range(-len(texts), len(texts))] == texts + texts
+    assert packed[1:4] == tuple(texts[1:4])
+    if texts:
+        assert packed != tuple(texts) + ("extra",)
+
+
+def test_a_page_of_anchors_without_href_names_a_hundred_drops_and_counts_them_all():
+    """D-27: every record without a usable link is dropped and counted; a hostile page of
+    20,000 bare anchors gets the first hundred reasons named, not 20,000 messages."""
+    body = ("<main>" + "<a>x</a>" * 20_000 + "<a href='/kept'>k</a></main>").encode()
+    listing = parse_html_listing(body, HtmlListingSpec("main a"))
+    assert listing.links == ("/kept",) and listing.record_count == 20_001
+    assert len(listing.dropped) == 100 and listing.dropped_count == 20_000
+    assert listing.dropped[99] == "match 99: no usable 'href' attribute"
+    config = DiscoveryConfig.from_mapping({"kind": "html_index", "url": "https://www.example.com/all",
+                                           "records": {"selector": "main a"}})
+    response = ListingResponse("https://www.example.com/all", 200, (("Content-Type", "text/html"),), body)
+    outcome = run_offline(config, ["https://www.example.com"], {response.url: response})
+    assert outcome.dropped_records == 20_000
+    assert [page.url for page in outcome.pages] == ["https://www.example.com/kept"]

@@ -43,8 +43,7 @@ def listing(*ids: str, hints: dict | None = None, unreachable: dict | None = Non
     hints = hints or {}
     unreachable = unreachable or {}
     urls = urls or {}
-    pages = tuple(ListedPage(pid, urls.get(pid, url(pid)), hints.get(pid), i, unreachable.get(pid))
-                  for i, pid in enumerate(ids, 1))
+    pages = tuple(ListedPage(pid, urls.get(pid, url(pid)), hints.get(pid), unreachable.get(pid)) for pid in ids)
     return DiscoveryOutcome(pages, requests, complete, failure, "empty_page" if complete else "refused",
                             duplicates)
 

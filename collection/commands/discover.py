@@ -62,7 +62,7 @@ def command(recipe: str, file: str, url: str | None, media_type: str | None, hea
 
 def _print_text(result) -> None:
     click.echo(f"listing {result.url} ({result.media_type})")
-    click.echo(f"  {len(result.records)} records found, {len(result.dropped)} dropped, "
+    click.echo(f"  {len(result.records)} records found, {result.dropped_records} dropped, "
                f"{result.duplicates} duplicates")
     for record in result.records:
         revision = f"  revision {record['revision']}" if record["revision"] is not None else ""

@@ -389,8 +389,7 @@ class DiscoveryState:
                 full = True
                 break
             seen.add(page_id)
-            pages.append(ListedPage(page_id, url, revision, len(pages) + 1,
-                                    unreachable_reason(url, self.allowed_origins)))
+            pages.append(ListedPage(page_id, url, revision, unreachable_reason(url, self.allowed_origins)))
         state = replace(self, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
                         dropped=dropped, diagnostics=self._note(*notes) if notes else self.diagnostics)
         return state, not full
@@ -399,7 +398,7 @@ class DiscoveryState:
         base = canonical_or(response.base_url)
         state, admitted = self._admit(parsed, base)
         dropped_notes = tuple(f"{response.url}: {line}" for line in parsed.dropped)
-        state = replace(state, dropped=state.dropped + len(parsed.dropped),
+        state = replace(state, dropped=state.dropped + parsed.dropped_count,
                         diagnostics=state._note(*dropped_notes) if dropped_notes else state.diagnostics)
         if not admitted:
             return state._finish("max_pages")
@@ -518,7 +517,7 @@ def start(config: DiscoveryConfig, allowed_origins, *, max_pages: int | None = N
                 return replace(state, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
                                dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="max_pages")
             seen.add(page_id)
-            pages.append(ListedPage(page_id, url, None, len(pages) + 1, unreachable_reason(url, allowed)))
+            pages.append(ListedPage(page_id, url, None, unreachable_reason(url, allowed)))
         return replace(state, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
                        dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="explicit")
     base = canonicalise(config.url or "")

@@ -77,11 +77,12 @@ class DryRun:
     stop_reason: str | None = None
     failure: dict[str, str] | None = None
     warning: str | None = None
+    dropped_records: int = 0      # all of them: `dropped` names at most the first hundred
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "url": self.url, "media_type": self.media_type, "records": list(self.records),
-            "dropped": list(self.dropped), "duplicates": self.duplicates,
+            "dropped": list(self.dropped), "dropped_records": self.dropped_records, "duplicates": self.duplicates,
             "next": list(self.next_requests),
             "stop": None if self.stop_reason is None else {
                 "reason": self.stop_reason, "complete": STOP_REASONS[self.stop_reason].complete,
@@ -156,7 +157,7 @@ def _report(state, url: str, content_type: str) -> DryRun:
     warning = discovery_warning(state.config, discovered=len(outcome.pages), dropped=outcome.dropped_records,
                                 first_run=True, stop_reason=outcome.stop_reason)
     return DryRun(url, content_type, records, outcome.diagnostics, outcome.duplicates_dropped, next_requests,
-                  state.stop, failure, warning)
+                  state.stop, failure, warning, outcome.dropped_records)
 
 
 __all__ = ["DryRun", "dry_run", "drop_cause", "discovery_warning"]

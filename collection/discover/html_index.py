@@ -13,8 +13,12 @@ from dataclasses import dataclass
 
 from lxml import etree, html
 
-from collection.discover.common import ParsedListing
+from collection.discover.common import Nones, ParsedListing, TextPacker
 from collection.readers.selectors import compile_selector
+
+# Why records were dropped is said for this many; the rest are counted (a page of a million
+# anchors without an href must not cost a million messages).
+_NAMED_DROPS = 100
 
 # Past this many siblings to keep for a position test, pruning costs more walking than it
 # saves memory: such a selector keeps every sibling (the whole-tree reader's footprint).
@@ -71,32 +75,48 @@ def parse_html_listing(body: bytes, spec: HtmlListingSpec, charset: str | None =
     return _from_tree(body, spec, records, following, charset)
 
 
-def _collect(spec: HtmlListingSpec, matched_values: list, next_href) -> ParsedListing:
-    """The listing's columns straight from the matched attribute values (an index of a
-    million links would otherwise pass through a million entry objects on the way)."""
-    links: list[str] = []
-    dropped: list[str] = []
-    for index, value in enumerate(matched_values):
+class _Matches:
+    """The listing's columns taken straight from each match's attribute value, packed as
+    they come (an index of a million links would otherwise pass through a million entry
+    objects, then a million loose strings, on the way)."""
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+        self.links = TextPacker()
+        self.count = 0
+        self.dropped: list[str] = []
+        self.unnamed = 0
+
+    def add(self, value: str | None) -> None:
         if value is None or not value.strip():
             # D-27: no usable link. An empty href would name the listing page itself.
-            dropped.append(f"match {index}: no usable {spec.attribute!r} attribute")
-            continue
-        links.append(value)
-    nothing = (None,) * len(links)      # an HTML index states no page ids and no revisions
-    next_link = next_href if next_href is not None and next_href.strip() else None
-    return ParsedListing(tuple(links), nothing, nothing, len(matched_values), tuple(dropped), next_link=next_link)
+            if len(self.dropped) < _NAMED_DROPS:
+                self.dropped.append(f"match {self.count}: no usable {self.attribute!r} attribute")
+            else:
+                self.unnamed += 1
+        else:
+            self.links.append(value)
+        self.count += 1
+
+    def listing(self, next_href: str | None) -> ParsedListing:
+        nothing = Nones(len(self.links))     # an HTML index states no page ids and no revisions
+        next_link = next_href if next_href is not None and next_href.strip() else None
+        return ParsedListing(self.links.packed(), nothing, nothing, self.count, tuple(self.dropped),
+                             dropped_unnamed=self.unnamed, next_link=next_link)
 
 
 def _from_tree(body, spec, records, following, charset) -> ParsedListing:
     root = parse_html(body, charset)
     if root is None:
         return ParsedListing()
-    values = [element.get(spec.attribute) for element in records.select(root)]
+    matches = _Matches(spec.attribute)
+    for element in records.select(root):
+        matches.add(element.get(spec.attribute))
     next_href = None
     if following is not None:
         found = following.select(root)
         next_href = found[0].get("href") if found else None  # PAG-13: the first match's href
-    return _collect(spec, values, next_href)
+    return matches.listing(next_href)
 
 
 def _streamed(body, spec, records, following, charset) -> ParsedListing | None:
@@ -110,7 +130,7 @@ def _streamed(body, spec, records, following, charset) -> ParsedListing | None:
     `:nth-child(N)` test can still ask about. None when libxml2 cannot read the body as a
     stream, for the whole-tree reader to decide."""
     kept = max(records.siblings_kept, following.siblings_kept if following is not None else 0)
-    values: list[str | None] = []
+    matches = _Matches(spec.attribute)
     next_href = None
     want_next = following is not None
     attribute = spec.attribute
@@ -121,7 +141,7 @@ def _streamed(body, spec, records, following, charset) -> ParsedListing | None:
         for event, element in events:
             if event == "start":
                 if records.matches(element):
-                    values.append(element.get(attribute))
+                    matches.add(element.get(attribute))
                 if want_next and following.matches(element):
                     next_href = element.get("href")           # PAG-13: the first match's href
                     want_next = False
@@ -142,4 +162,4 @@ def _streamed(body, spec, records, following, charset) -> ParsedListing | None:
                     del parent[0]
     except (etree.XMLSyntaxError, etree.ParserError, ValueError):
         return None
-    return _collect(spec, values, next_href)
+    return matches.listing(next_href)

@@ -98,7 +98,7 @@ def prepare(ledger: Mapping[str, LedgerRow], discovery: DiscoveryOutcome,
     # D-18: discovery itself stops admitting ids at max_pages; that stop limited the run too
     max_pages_reached = discovery.stop_reason == MAX_PAGES
     reopened: list[str] = []
-    for listed in sorted(discovery.pages, key=lambda p: p.ordinal):
+    for listed in discovery.pages:
         row = new.get(listed.page_id)
         if row is None:
             if len(new) >= max_pages:

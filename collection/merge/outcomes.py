@@ -20,18 +20,19 @@ class ListedPage:
     """One page as this run's discovery listed it, after duplicates collapsed on page_id.
 
     Slotted: an index may list a million of these, and a per-instance dict would cost
-    more than the page's own address (bench/discovery.py, the HTML index row)."""
+    more than the page's own address (bench/discovery.py, the HTML index row). Its discovery
+    ordinal is its position in DiscoveryOutcome.pages (1-based): stored, it would be one more
+    integer object per page of a million-link index for a number the order already says."""
 
     page_id: str
     url: str                      # canonical (URL-02 to URL-08)
     revision_hint: str | None     # json_api revision.pointer, sitemap lastmod; else None
-    ordinal: int                  # 1-based position in this run's discovery order
     unreachable: str | None = None  # why it may not be fetched (skipped_origin), else None
 
 
 @dataclass(frozen=True)
 class DiscoveryOutcome:
-    pages: tuple[ListedPage, ...]
+    pages: tuple[ListedPage, ...]     # in discovery order: the n-th page has ordinal n
     requests: int                 # listing HTTP requests made, hops and retries included (D-04, D-05)
     complete: bool                # natural stop without refusal (COV-06, D-22)
     failure: str | None           # the first listing request that could not be read (COV-07)
