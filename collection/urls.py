@@ -27,6 +27,9 @@ _HOST_LABEL = re.compile(r"\A[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 # tab or newline (urlsplit deletes those anywhere). For it, the general path's urlsplit /
 # urljoin / urlunsplit round trip reduces to cutting the text at '#' and '?'.
 _PLAIN_HTTPS = re.compile(r"https://([a-z0-9.-]+)([/?#][^\t\n\r]*)?", re.DOTALL)
+# The shape of nearly every href in an HTML index: a path from the root ("/d/123"), without
+# the tab, newline or ';' for which urljoin's round trip does more than keep the base's host.
+_ROOT_PATH = re.compile(r"/(?!/)[^\t\n\r;]*", re.DOTALL)
 
 
 class UrlError(ValueError):
@@ -83,6 +86,13 @@ def _base_parses(base: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=256)
+def _plain_base_host(base: str) -> str | None:
+    """The host of a base of the plain https shape, else None."""
+    plain = _PLAIN_HTTPS.fullmatch(base)
+    return plain.group(1) if plain is not None else None
+
+
 def canonicalise(link: str, base: str | None = None) -> str:
     """The canonical absolute form of `link`, resolved against `base` when it is relative.
 
@@ -99,6 +109,12 @@ def canonicalise(link: str, base: str | None = None) -> str:
         path, question, query = rest.partition("?")
         if base is None or ";" not in path:
             path = remove_dot_segments(path)
+            return f"https://{host}{path}?{query}" if query else f"https://{host}{path}"
+    elif base and _ROOT_PATH.fullmatch(text) is not None and (host := _plain_base_host(base)) is not None:
+        path, question, query = text.partition("#")[0].partition("?")
+        if "/." not in path:
+            # No dot segment (urljoin's own removal of those differs from RFC 3986's on
+            # "/..//"): the base's host and the link's path are all urljoin keeps.
             return f"https://{host}{path}?{query}" if query else f"https://{host}{path}"
     return _canonicalise_general(link, text, base)
 

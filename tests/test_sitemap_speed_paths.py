@@ -57,11 +57,29 @@ def test_canonicalise_fast_path_equals_general_path(link, base):
     assert _fast(link, base) == _reference(link, base)
 
 
+root_paths = st.builds(lambda lead, tail, trail: lead + "/" + "".join(tail) + trail,
+                       st.sampled_from(["", " ", "\t", "\x00"]), st.lists(path_piece, max_size=6),
+                       st.sampled_from(["", " ", "\n"]))
+plain_bases = st.sampled_from(["https://www.example.com/dir/page", "https://www.example.com", "https://h.x/a?q",
+                               "https://h/a;b/c?q#f", "https://h/..", "https://h:8443/a", "HTTPS://H/a"])
+
+
+@given(root_paths, plain_bases)
+@example("/a/./b/../c?x=1#f", "https://www.example.com/dir/page")
+@example("/a;", "https://h/")
+@example("//other.example/x", "https://h/")
+@settings(max_examples=3000)
+def test_canonicalise_root_path_fast_path_equals_general_path(link, base):
+    """The HTML index shape ("/d/123" against the listing's address) answers what urljoin does."""
+    assert _fast(link, base) == _reference(link, base)
+
+
 @given(st.text(max_size=40), bases)
 @settings(max_examples=500)
 def test_canonicalise_fast_path_equals_general_path_on_any_text(text, base):
     assert _fast("https://www.example.com" + text, base) == _reference("https://www.example.com" + text, base)
     assert _fast(text, base) == _reference(text, base)
+    assert _fast("/" + text, base) == _reference("/" + text, base)
 
 
 @pytest.mark.parametrize("link, base, expected", [
