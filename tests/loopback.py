@@ -97,6 +97,7 @@ class Recorded:
     connection: int         # id of the TCP connection it came on
     sni: str | None
     kernel_wall: float | None = None    # the raw SO_TIMESTAMPNS stamp (CLOCK_REALTIME seconds), if any
+    read_at: float | None = None        # time.monotonic() once this server had read the request line
 
     def header(self, name: str) -> str | None:
         for key, value in self.headers:
@@ -194,6 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raw.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             except OSError:
                 pass
+            slow = self.server.owner.slow_handshakes.get(next(self.server.accepted), 0.0)
+            if slow:
+                self.server.owner._stopping.wait(slow)      # a handshake slow to answer
             self.request = ctx.wrap_socket(raw, server_side=True)
             self.sni = getattr(self.request, "_sni", None)
             self.tls_ok = True
@@ -264,7 +268,8 @@ class _Handler(BaseHTTPRequestHandler):
         arrived = stamped if stamped is not None else time.monotonic()
         host = (self.headers.get("Host") or "").split(":")[0]
         rec = Recorded(self.command, self.path, host, tuple(self.headers.items()), arrived,
-                       self.connection_id, self.sni, kernel[1] if kernel is not None else None)
+                       self.connection_id, self.sni, kernel[1] if kernel is not None else None,
+                       getattr(self.rfile, "line_at", None))
         reply = self.server.owner._next_reply(rec)
         while reply.handler is not None:
             reply = reply.handler(rec)
@@ -390,6 +395,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
         self.owner = owner
         self.ssl_context = ssl_context
         self.connection_ids = itertools.count(1)
+        self.accepted = itertools.count(1)
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def handle_error(self, request, client_address):
@@ -422,6 +428,9 @@ class LoopbackServer:
         self._stopping = threading.Event()
         self.requests: list[Recorded] = []
         self.connections: list[Connection] = []
+        # {n: seconds}: the n-th connection accepted (from 1) waits this long before its TLS
+        # handshake answers, like an origin slow to set up a connection
+        self.slow_handshakes: dict[int, float] = {}
         self._server = _Server(self, ctx)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
