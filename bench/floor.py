@@ -41,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 
@@ -50,7 +49,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import loopback  # noqa: E402
 from dataset_kit import dataset_doc, pages, source_doc  # noqa: E402
-from loopback import LoopbackServer, Reply  # noqa: E402
+from loopback import LoopbackServer, PeakInFlight, Reply  # noqa: E402
 
 from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS  # noqa: E402
 
@@ -74,24 +73,6 @@ def layout(concurrency: int) -> tuple[int, int]:
 def page_body(target: str) -> bytes:
     return json.dumps([{"title": f"{target} #{n}", "body": f"row {n} of {target}: " + "lorem ipsum " * 12}
                        for n in range(ROWS)]).encode()
-
-
-class _Origin:
-    """Serves every page after LATENCY and notes the most requests in flight per host."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.now: dict[str, int] = defaultdict(int)
-        self.peak: dict[str, int] = defaultdict(int)
-
-    def __call__(self, rec):
-        with self.lock:
-            self.now[rec.host] += 1
-            self.peak[rec.host] = max(self.peak[rec.host], self.now[rec.host])
-        time.sleep(LATENCY)
-        with self.lock:
-            self.now[rec.host] -= 1
-        return Reply(200, JSON, page_body(rec.target))
 
 
 def _metronome(server, until: float) -> subprocess.Popen:
@@ -152,7 +133,7 @@ def run(concurrency: int, requests: int, gate: str, trace: bool, work: str, redi
     sources, per_source = layout(concurrency)
     origins = [f"o{n:03d}.example.com" for n in range(sources * PER_SOURCE_ORIGINS)]
     per_origin = math.ceil(requests / len(origins)) - 1      # + its robots.txt
-    origin = _Origin()
+    origin = PeakInFlight(lambda rec: Reply(200, JSON, page_body(rec.target)), LATENCY)
     converted: dict[float, float] = {}
     if trace:
         # the kernel stamp as the loopback server converted it before (a monotonic/realtime

@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "tests"))

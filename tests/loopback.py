@@ -505,6 +505,28 @@ class LoopbackServer:
             return reply
 
 
+class PeakInFlight:
+    """A reply handler for `Reply(handler=...)`: answers `answer(rec)` after `seconds` (the
+    origin's own work) and notes the most requests it was serving at once per host, which is
+    what the origin sees as connections in use."""
+
+    def __init__(self, answer: Callable[[Recorded], Reply], seconds: float = 0.01):
+        self.answer = answer
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    def __call__(self, rec: Recorded) -> Reply:
+        with self.lock:
+            self.now[rec.host] = self.now.get(rec.host, 0) + 1
+            self.peak[rec.host] = max(self.peak.get(rec.host, 0), self.now[rec.host])
+        time.sleep(self.seconds)
+        with self.lock:
+            self.now[rec.host] -= 1
+        return self.answer(rec)
+
+
 # -- bodies tests like to serve ---------------------------------------------------------------
 
 def gzip_bomb(decoded_size: int, chunk: int = 1 << 20) -> bytes:

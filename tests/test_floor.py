@@ -8,16 +8,16 @@ versions: a few origins, tens of requests each, every test well under 30 s."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 from dataset_kit import JSON_HEADERS, source_doc
-from loopback import Reply
+from loopback import PeakInFlight, Reply
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLAIN = (("Content-Type", "text/plain"),)
@@ -28,24 +28,9 @@ def _rows_body(target: str, rows: int) -> bytes:
     return json.dumps([{"title": f"{target} {n}", "body": "text " * 40} for n in range(rows)]).encode()
 
 
-class _Origin:
-    """Serves a JSON page of `rows` rows after `seconds`, noting the most requests in flight
-    per host."""
-
-    def __init__(self, seconds: float = 0.01, rows: int = 1):
-        self.seconds, self.rows = seconds, rows
-        self.lock = threading.Lock()
-        self.now: dict[str, int] = {}
-        self.peak: dict[str, int] = {}
-
-    def __call__(self, rec):
-        with self.lock:
-            self.now[rec.host] = self.now.get(rec.host, 0) + 1
-            self.peak[rec.host] = max(self.peak.get(rec.host, 0), self.now[rec.host])
-        time.sleep(self.seconds)
-        with self.lock:
-            self.now[rec.host] -= 1
-        return Reply(200, JSON_HEADERS, _rows_body(rec.target, self.rows))
+def _origin(seconds: float = 0.01, rows: int = 1) -> PeakInFlight:
+    """JSON pages of `rows` rows, each served after `seconds`."""
+    return PeakInFlight(lambda rec: Reply(200, JSON_HEADERS, _rows_body(rec.target, rows)), seconds)
 
 
 def _gate(request, tmp_path, backend: str) -> str:
@@ -80,7 +65,7 @@ def test_one_connection_per_origin_while_one_request_is_in_flight(loopback, tmp_
     """FETCH-18, FETCH-19: at a 1 s gap and fast answers only one request is ever in flight per
     origin, so each origin sees exactly one TLS connection, whichever gate paces the run (a worker
     waiting for its turn opens none of its own), and the gaps hold at the server."""
-    origin = _Origin(0.01)
+    origin = _origin(0.01)
     for host in HOSTS:
         loopback.route("/robots.txt", Reply(404, PLAIN, b"none"), host=host)
         loopback.route("*", Reply(handler=origin), host=host)
@@ -98,7 +83,7 @@ def test_one_connection_per_origin_while_one_request_is_in_flight(loopback, tmp_
 def test_a_second_connection_only_while_two_requests_are_in_flight(loopback, tmp_path):
     """FETCH-18: answers slower than the gap put two requests in flight at one origin, and only
     then is a second connection opened; never a third, and the gap still holds (FETCH-19)."""
-    origin = _Origin(1.6)
+    origin = _origin(1.6)
     loopback.route("/robots.txt", Reply(404, PLAIN, b"none"), host="a.example.com")
     loopback.route("*", Reply(handler=origin), host="a.example.com")
     urls = [f"https://a.example.com/p/{n}" for n in range(4)]
@@ -116,10 +101,15 @@ def test_a_connection_slow_to_set_up_delays_the_next_start_with_it(loopback, tmp
     gap to set up has no start until it is written, so the next request waits a gap after that
     write, even though a connection of the origin has been idle meanwhile."""
     host = "a.example.com"
+    pages = itertools.count()
+
+    def answer(rec):
+        if next(pages) == 0:
+            time.sleep(1.5)                    # the first page is slow: the next one needs a connection
+        return Reply(200, JSON_HEADERS, _rows_body(rec.target, 1))
     loopback.route("/robots.txt", Reply(404, PLAIN, b"none"), host=host)
-    loopback.route("/p/0", Reply(200, JSON_HEADERS, _rows_body("p0", 1), delay=1.5), host=host)
-    loopback.route("*", Reply(handler=_Origin(0.01)), host=host)
-    loopback.slow_handshakes[2] = 1.5          # the second connection: opened for /p/1 while /p/0 is slow
+    loopback.route("*", Reply(handler=answer), host=host)
+    loopback.slow_handshakes[2] = 1.5          # that second connection is slow to set up
     urls = [f"https://{host}/p/{n}" for n in range(4)]
     record = _run(loopback, tmp_path, urls, _gate(request, tmp_path, backend), concurrency=2)
     assert record["coverage"]["fetched_this_run"] == 4
@@ -137,7 +127,7 @@ def test_the_floor_holds_at_the_server_with_decoding_running(loopback, tmp_path,
     hosts = [f"o{n}.example.com" for n in range(8)]
     with_names = type(loopback)(names=tuple(hosts))
     with with_names as server:
-        origin = _Origin(0.05, rows=300)
+        origin = _origin(0.05, rows=300)
         for host in hosts:
             server.route("/robots.txt", Reply(404, PLAIN, b"none"), host=host)
         server.route("*", Reply(handler=origin))
