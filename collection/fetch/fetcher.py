@@ -522,8 +522,8 @@ class Fetcher:
 
         The slot is taken before the connection is opened, so a worker waiting for its turn
         holds no connection, and a second one is opened only when two requests really are in
-        flight. Its start is stamped again when the request is written (`_Slot.writing`,
-        `_Slot.written`), and the host waits for that: a connection slow to set up (a TLS
+        flight. Its start is stamped again when the request is written (`_writing`), and
+        the host waits for that: a connection slow to set up (a TLS
         handshake, a busy machine) delays the next start with it, never brings the two
         arrivals closer than the gap. A request sleeping for its turn never holds a place
         in the transport's per-host pool either, which a virtual clock could not see
