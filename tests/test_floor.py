@@ -80,14 +80,15 @@ def test_one_connection_per_origin_while_one_request_is_in_flight(loopback, tmp_
 
 
 @pytest.mark.slow
-def test_a_second_connection_only_while_two_requests_are_in_flight(loopback, tmp_path):
+@pytest.mark.parametrize("backend", ["none", "local", "redis"])
+def test_a_second_connection_only_while_two_requests_are_in_flight(loopback, tmp_path, request, backend):
     """FETCH-18: answers slower than the gap put two requests in flight at one origin, and only
     then is a second connection opened; never a third, and the gap still holds (FETCH-19)."""
     origin = _origin(1.6)
     loopback.route("/robots.txt", Reply(404, PLAIN, b"none"), host="a.example.com")
     loopback.route("*", Reply(handler=origin), host="a.example.com")
     urls = [f"https://a.example.com/p/{n}" for n in range(4)]
-    record = _run(loopback, tmp_path, urls, "none", concurrency=2)
+    record = _run(loopback, tmp_path, urls, _gate(request, tmp_path, backend), concurrency=2)
     assert record["coverage"]["fetched_this_run"] == 4
     assert origin.peak["a.example.com"] == 2
     assert len(loopback.connections_for("a.example.com")) == 2
