@@ -3690,6 +3690,7 @@ def _politeness_bypass(which):
     import collection.fetch.fetcher as F
     import collection.fetch.politeness as Po
     send, wait, sent = F.Fetcher._send, F.Fetcher._wait_ready, Po.Politeness.sent
+    writing, finish = F.Fetcher._writing, F.Fetcher._finish
 
     def _send(self, kind, url, cause, tally, headers):
         self._bypass = which(kind, cause)
@@ -3700,10 +3701,19 @@ def _politeness_bypass(which):
 
     def _wait_ready(self, host):
         if getattr(self, "_bypass", False):
-            return None
+            return None          # no slot: neither its start nor its write is recorded
         return wait(self, host)
+
+    def _writing(self, slot):
+        return (lambda: None) if slot is None else writing(self, slot)
+
+    def _finish(self, slot, retry_after):
+        if slot is not None:
+            finish(self, slot, retry_after)
     F.Fetcher._send = _send
     F.Fetcher._wait_ready = _wait_ready
+    F.Fetcher._writing = _writing
+    F.Fetcher._finish = _finish
 
 
 @fault("wire-interval-retries-immediate")

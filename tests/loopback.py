@@ -96,6 +96,8 @@ class Recorded:
                             # (SO_TIMESTAMPNS), else when its request line had been read
     connection: int         # id of the TCP connection it came on
     sni: str | None
+    kernel_wall: float | None = None    # the raw SO_TIMESTAMPNS stamp (CLOCK_REALTIME seconds), if any
+    read_at: float | None = None        # time.monotonic() once this server had read the request line
 
     def header(self, name: str) -> str | None:
         for key, value in self.headers:
@@ -106,6 +108,16 @@ class Recorded:
     @property
     def path(self) -> str:
         return self.target.split("?", 1)[0]
+
+
+@dataclass
+class Connection:
+    """One TLS connection the server accepted: who it was for and when it was open."""
+
+    connection: int
+    sni: str | None
+    opened: float           # time.monotonic() once the handshake was done
+    closed: float | None = None
 
 
 @dataclass
@@ -134,20 +146,37 @@ class _StampingReader:
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)     # Linux: the kernel stamps each received segment
 
 
-def _kernel_arrival(peek: socket.socket) -> float | None:
-    """When the next bytes on the connection reached this machine's kernel, on the monotonic
-    clock: SO_TIMESTAMPNS read with a MSG_PEEK (the TLS layer still reads those bytes after).
-    A server thread stalled by a busy machine then cannot make an arrival look later than it
-    was (and the next gap shorter). Blocks until bytes come; None at the end of the stream."""
+def wall_to_monotonic() -> float:
+    """monotonic - realtime now, read so that no thread switch falls between the two clock
+    reads: a pair bracketed by two monotonic reads more than 50 µs apart is read again (a
+    switch there, with busy threads around, shifts a converted stamp by milliseconds)."""
+    best = None
+    for _ in range(20):
+        before = time.monotonic()
+        wall = time.time()
+        after = time.monotonic()
+        if best is None or after - before < best[0]:
+            best = (after - before, (before + after) / 2 - wall)
+        if after - before < 50e-6:
+            break
+    return best[1]
+
+
+def _kernel_arrival(peek: socket.socket) -> tuple[float, float] | None:
+    """When the next bytes on the connection reached this machine's kernel: (monotonic clock,
+    raw CLOCK_REALTIME stamp), from SO_TIMESTAMPNS read with a MSG_PEEK (the TLS layer still
+    reads those bytes after). A server thread stalled by a busy machine then cannot make an
+    arrival look later than it was (and the next gap shorter). Blocks until bytes come; None
+    at the end of the stream."""
     try:
         data, ancillary, _flags, _addr = peek.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_PEEK)
     except (OSError, ValueError):
         return None
-    mono, wall = time.monotonic(), time.time()
     for level, kind, raw in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
             seconds, nanos = struct.unpack("qq", raw[:16])
-            return mono - (wall - (seconds + nanos / 1e9))
+            stamp = seconds + nanos / 1e9
+            return stamp + wall_to_monotonic(), stamp
     return None
 
 
@@ -166,6 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raw.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             except OSError:
                 pass
+            slow = self.server.owner.slow_handshakes.get(next(self.server.accepted), 0.0)
+            if slow:
+                self.server.owner._stopping.wait(slow)      # a handshake slow to answer
             self.request = ctx.wrap_socket(raw, server_side=True)
             self.sni = getattr(self.request, "_sni", None)
             self.tls_ok = True
@@ -175,6 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (ssl.SSLError, OSError):
             self.request = raw
         self.connection_id = next(self.server.connection_ids)
+        if self.tls_ok:
+            self.opened = Connection(self.connection_id, self.sni, time.monotonic())
+            self.server.owner._opened(self.opened)
         super().setup()
 
     def handle(self) -> None:
@@ -203,6 +238,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile = rfile
 
     def finish(self) -> None:
+        opened = getattr(self, "opened", None)
+        if opened is not None:
+            opened.closed = time.monotonic()
         try:
             super().finish()
         finally:
@@ -225,13 +263,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
-        stamped = getattr(self, "kernel_arrival", None)
-        if stamped is None:
-            stamped = getattr(self.rfile, "line_at", None)
+        kernel = getattr(self, "kernel_arrival", None)
+        stamped = kernel[0] if kernel is not None else getattr(self.rfile, "line_at", None)
         arrived = stamped if stamped is not None else time.monotonic()
         host = (self.headers.get("Host") or "").split(":")[0]
         rec = Recorded(self.command, self.path, host, tuple(self.headers.items()), arrived,
-                       self.connection_id, self.sni)
+                       self.connection_id, self.sni, kernel[1] if kernel is not None else None,
+                       getattr(self.rfile, "line_at", None))
         reply = self.server.owner._next_reply(rec)
         while reply.handler is not None:
             reply = reply.handler(rec)
@@ -357,6 +395,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
         self.owner = owner
         self.ssl_context = ssl_context
         self.connection_ids = itertools.count(1)
+        self.accepted = itertools.count(1)
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def handle_error(self, request, client_address):
@@ -388,6 +427,10 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.requests: list[Recorded] = []
+        self.connections: list[Connection] = []
+        # {n: seconds}: the n-th connection accepted (from 1) waits this long before its TLS
+        # handshake answers, like an origin slow to set up a connection
+        self.slow_handshakes: dict[int, float] = {}
         self._server = _Server(self, ctx)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -432,9 +475,19 @@ class LoopbackServer:
                     if (path is None or r.path == path or r.target == path)
                     and (host is None or r.host == host)]
 
+    def connections_for(self, host: str | None = None) -> list[Connection]:
+        """The TLS connections accepted so far (for `host`: those whose SNI named it)."""
+        with self._lock:
+            return [c for c in self.connections if host is None or c.sni == host]
+
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.connections.clear()
+
+    def _opened(self, connection: Connection) -> None:
+        with self._lock:
+            self.connections.append(connection)
 
     def _next_reply(self, rec: Recorded) -> Reply:
         with self._lock:
@@ -450,6 +503,28 @@ class LoopbackServer:
             reply = route.replies[min(route.served, len(route.replies) - 1)]
             route.served += 1
             return reply
+
+
+class PeakInFlight:
+    """A reply handler for `Reply(handler=...)`: answers `answer(rec)` after `seconds` (the
+    origin's own work) and notes the most requests it was serving at once per host, which is
+    what the origin sees as connections in use."""
+
+    def __init__(self, answer: Callable[[Recorded], Reply], seconds: float = 0.01):
+        self.answer = answer
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    def __call__(self, rec: Recorded) -> Reply:
+        with self.lock:
+            self.now[rec.host] = self.now.get(rec.host, 0) + 1
+            self.peak[rec.host] = max(self.peak.get(rec.host, 0), self.now[rec.host])
+        time.sleep(self.seconds)
+        with self.lock:
+            self.now[rec.host] -= 1
+        return self.answer(rec)
 
 
 # -- bodies tests like to serve ---------------------------------------------------------------

@@ -42,10 +42,26 @@ def test_a_lease_then_the_gap_then_two_in_flight_at_most(gate):
     time.sleep(1.0)
     second = gate.acquire(HOST, 1.0, 30)
     assert isinstance(second, Lease)
+    gate.sent(second)
     time.sleep(1.0)
     third = gate.acquire(HOST, 1.0, 30)
     assert isinstance(third, float)                                # FETCH-18: two in flight already
     gate.release(first)
+    assert isinstance(gate.acquire(HOST, 1.0, 30), Lease)
+
+
+def test_a_lease_not_yet_sent_holds_its_origin_past_the_gap(gate):
+    """FETCH-19 where the origin sees it: a lease whose request is still being set up (a slow
+    TLS handshake) has no start yet, so no other is granted until it is sent, and the gap then
+    counts from that write, not from the grant."""
+    first = gate.acquire(HOST, 1.0, 30)
+    assert isinstance(first, Lease)
+    time.sleep(1.1)                                                # past the gap, still unsent
+    assert isinstance(gate.acquire(HOST, 1.0, 30), float)
+    gate.sent(first)
+    wait = gate.acquire(HOST, 1.0, 30)
+    assert isinstance(wait, float) and 0.9 < wait <= 1.0          # the gap from the write
+    time.sleep(wait)
     assert isinstance(gate.acquire(HOST, 1.0, 30), Lease)
 
 
@@ -74,6 +90,7 @@ from collection.fetch.gate import parse_gate
 gate = parse_gate(sys.argv[1], 0.0)
 gate.check()
 got = [gate.acquire("a.example.com", 1.0, float(sys.argv[2]))]
+gate.sent(got[0])
 time.sleep(1.01)
 got.append(gate.acquire("a.example.com", 1.0, float(sys.argv[2])))
 print(" ".join(type(g).__name__ for g in got), flush=True)

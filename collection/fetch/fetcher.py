@@ -28,7 +28,7 @@ from collection.fetch.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_re
 from collection.fetch.egress import Egress, EgressRefused
 from collection.fetch.gate import LEASE_MARGIN_SECONDS, GateUnavailable, Lease
 from collection.fetch.pacer import GATE_UNAVAILABLE, Pacer
-from collection.fetch.politeness import FLOOR_SECONDS, NEVER, PER_ORIGIN_IN_FLIGHT, Politeness, Ticket
+from collection.fetch.politeness import FLOOR_SECONDS, NEVER, Politeness, Ticket
 from collection.fetch.transport import (
     DEFAULT_TOKEN,
     Request,
@@ -49,10 +49,11 @@ RANGE_SIZE = 4 * 1024 * 1024             # bytes per range request
 MAX_BODY_BYTES = 32 * 1024 * 1024        # one body held in memory at most (decoded)
 READ_SIZE = 64 * 1024
 ROBOTS_PARSE_BYTES = 512 * 1024          # D-58: parse at least 500 KiB
-# Give Politeness(margin=ARRIVAL_MARGIN_SECONDS) on the real clock: the slot is taken just
-# before the request line is written, and the few hundred microseconds between that write and
-# the origin reading it vary, so without a margin a gap measured at the origin can come out a
-# fraction of a millisecond short of the floor (bench/politeness.py saw 0.9999 s).
+# Give Politeness(margin=ARRIVAL_MARGIN_SECONDS) on the real clock. The next start to a host
+# counts from when the previous request's bytes left (Fetcher._writing), so on one machine two
+# arrivals are at least the gap apart by construction (bench/floor.py: 10,000 requests, kernel
+# receive stamps); across a network, a request's transit time varies from one request to the
+# next, and the margin absorbs that jitter.
 ARRIVAL_MARGIN_SECONDS = 0.005
 # A listing's 4xx body is kept up to this size (an API's error document, D-03/D-13).
 ERROR_BODY_BYTES = 64 * 1024
@@ -275,13 +276,7 @@ class Fetcher:
         self.range_threshold = int(range_threshold)
         self.range_size = int(range_size)
         self.max_body_bytes = int(max_body_bytes)
-        self._lock = self.pacer.lock           # guards budget, politeness and _sending
-        # Requests per host between leaving _wait_ready and their response's close, capped at
-        # PER_ORIGIN_IN_FLIGHT: the transport's per-host connection pool is that size, so no
-        # thread ever blocks inside it. Such a block would be a wait on a queue that only a
-        # request sleeping for its politeness slot could free, which a virtual clock cannot
-        # see (clock.py): time would stand still until the pool gave up.
-        self._sending = self.pacer.sending
+        self._lock = self.pacer.lock           # guards budget, politeness and the pacer's counts
         self._robots: dict[str, _RobotsEntry] = {}
         # origin → where its robots.txt redirected outside allowed_origins (D-66)
         self.robots_unreachable: dict[str, str] = {}
@@ -469,23 +464,12 @@ class Fetcher:
             if isinstance(reservation, B.Denied):
                 raise _Stop(reservation.ceiling)
         try:
-            lease = self._wait_ready(host)
+            slot = self._wait_ready(host)
         except _Stop:
             if reservation is not None:
                 with self._lock:
                     self.budget.release(reservation)
             raise
-        holder: dict[str, Ticket] = {}
-
-        def before_write() -> Callable[[], None]:
-            ticket = holder["ticket"] = self._take_ticket(host)
-
-            def written() -> None:
-                with self._lock:
-                    self.politeness.sent(ticket, self.clock.monotonic())
-                    if lease is not None:
-                        self.pacer.gate_quietly("sent", lease)
-            return written
 
         # D-11: a total wall-clock limit per attempt, head included (the transport enforces
         # it whatever the server trickles). The run's deadline stops choosing work (D-19);
@@ -493,27 +477,27 @@ class Fetcher:
         # request_timeout_seconds after its deadline (conformance case fetch-deadline).
         deadline = self.transport.monotonic() + self.request_timeout
         try:
-            response = self.transport.send(Request(url, headers, target), deadline, before_write)
+            response = self.transport.send(Request(url, headers, target), deadline, lambda: self._writing(slot))
         except TransportError as exc:
             self._commit(kind, reservation, tally, cause)
-            self._finish(host, holder.get("ticket"), None, lease)
+            self._finish(slot, None)
             tally.ended(getattr(exc, "completed_at", None))
             raise
         except _Stop:
             with self._lock:
                 if reservation is not None:
                     self.budget.release(reservation)
-            self._finish(host, holder.get("ticket"), None, lease)
+            self._finish(slot, None)
             raise
         except BaseException:
             self._commit(kind, reservation, tally, cause)
-            self._finish(host, holder.get("ticket"), None, lease)
+            self._finish(slot, None)
             raise
         self._commit(kind, reservation, tally, cause)
         retry_after = None
         if response.status in (429, 503):
             retry_after = parse_retry_after(response.header("Retry-After"), self.clock.wall())
-        return _Held(response, lambda: self._finish(host, holder.get("ticket"), retry_after, lease), tally)
+        return _Held(response, lambda: self._finish(slot, retry_after), tally)
 
     def _commit(self, kind, reservation, tally: _Tally, cause: str) -> None:
         with self._lock:
@@ -529,13 +513,21 @@ class Fetcher:
         elif cause == B.RANGE:
             tally.ranges += 1
 
-    def _wait_ready(self, host: str) -> Lease | None:
-        """Sleep until politeness would let `host` start and fewer than PER_ORIGIN_IN_FLIGHT
-        of its requests are being sent (and, with a fair pacer, this worker is the first in
-        line for the host; with a shared gate, the gate grants a lease); then count this one
-        as being sent. The lease is taken before the connection is opened, so a worker
-        waiting for its turn holds no connection to the origin. The in-process politeness
-        slot itself is taken when the request is written (before_write)."""
+    def _wait_ready(self, host: str) -> "_Slot":
+        """Sleep until `host` may start a request now, then take its politeness slot (a
+        Ticket: the host's start and one of its PER_ORIGIN_IN_FLIGHT places) and, with a
+        shared gate, a lease. Before all that: politeness lets the host start, none of its
+        admitted requests is still unwritten, fewer than PER_ORIGIN_IN_FLIGHT of them are in
+        flight (and, with a fair pacer, this worker is the first in line for the host).
+
+        The slot is taken before the connection is opened, so a worker waiting for its turn
+        holds no connection, and a second one is opened only when two requests really are in
+        flight. Its start is stamped again when the request is written (`_writing`), and
+        the host waits for that: a connection slow to set up (a TLS
+        handshake, a busy machine) delays the next start with it, never brings the two
+        arrivals closer than the gap. A request sleeping for its turn never holds a place
+        in the transport's per-host pool either, which a virtual clock could not see
+        (clock.py): time would stand still until the pool gave up."""
         pacer = self.pacer
         token = object()
         with self._lock:
@@ -552,7 +544,7 @@ class Fetcher:
                         self.budget.record_stop(GATE_UNAVAILABLE)
                         raise _Stop(GATE_UNAVAILABLE)
                     ready = self.politeness.ready_at(host, now, self.interval)
-                    if self._sending.get(host, 0) >= PER_ORIGIN_IN_FLIGHT or (
+                    if pacer.unwritten.get(host, 0) or (
                             self.concurrency is not None and self._active >= self.concurrency):
                         ready = NEVER
                     elif not pacer.is_head(host, token):
@@ -575,11 +567,12 @@ class Fetcher:
                             else:
                                 ready = now + granted
                         if pacer.gate is None or lease is not None:
+                            ticket = self.politeness.try_start(host, now, self.interval)
                             pacer.leave(host, token)
                             admitted = True
-                            self._sending[host] = self._sending.get(host, 0) + 1
+                            pacer.unwritten[host] = pacer.unwritten.get(host, 0) + 1
                             self._active += 1
-                            return lease
+                            return _Slot(host, ticket, lease)
                 wake = now + _POLL_SECONDS if ready == NEVER else ready
                 deadline = self.budget.deadline
                 if deadline is not None and wake >= deadline and ready != NEVER:
@@ -592,27 +585,38 @@ class Fetcher:
                 with self._lock:
                     pacer.leave(host, token)
 
-    def _take_ticket(self, host: str) -> Ticket:
-        while True:
-            now = self.clock.monotonic()
-            with self._lock:
-                ticket = self.politeness.try_start(host, now, self.interval)
-                ready = self.politeness.ready_at(host, now, self.interval) if ticket is None else now
-            if ticket is not None:
-                return ticket
-            self.clock.sleep_until(now + _POLL_SECONDS if ready == NEVER else ready)
-
-    def _finish(self, host: str, ticket: Ticket | None, retry_after: float | None,
-                lease: Lease | None = None) -> None:
-        """The request to `host` has ended: its sending place, its politeness slot (if it got
-        as far as taking one) and its gate lease are given back."""
+    def _writing(self, slot: "_Slot") -> Callable[[], None]:
+        """The transport's before_write: the request is about to be written on a ready
+        connection. Its start is stamped here, and the callback returned stamps it again once
+        the bytes have left: the next start to the host counts from the later of the two."""
         with self._lock:
-            self._sending[host] -= 1
+            self._stamp(slot)
+
+        def written() -> None:
+            with self._lock:
+                self._stamp(slot)
+                if slot.lease is not None:
+                    self.pacer.gate_quietly("sent", slot.lease)
+        return written
+
+    def _stamp(self, slot: "_Slot") -> None:
+        # under self._lock
+        self.politeness.sent(slot.ticket, self.clock.monotonic())
+        if not slot.written:
+            slot.written = True
+            self.pacer.unwritten[slot.host] -= 1
+
+    def _finish(self, slot: "_Slot", retry_after: float | None) -> None:
+        """The request has ended (any outcome): its politeness slot and its gate lease are
+        given back; a request that never got as far as being written stops holding its host."""
+        with self._lock:
+            if not slot.written:
+                slot.written = True
+                self.pacer.unwritten[slot.host] -= 1
             self._active -= 1
-            if ticket is not None:
-                self.politeness.finish(ticket, self.clock.monotonic(), retry_after)
-            if lease is not None:
-                self.pacer.gate_quietly("release", lease, retry_after)
+            self.politeness.finish(slot.ticket, self.clock.monotonic(), retry_after)
+            if slot.lease is not None:
+                self.pacer.gate_quietly("release", slot.lease, retry_after)
 
     # --- bodies -----------------------------------------------------------------------------
     def _body(self, spec: FetchSpec, url: str, response: "_Held", tally: _Tally) -> FetchOutcome:
@@ -761,6 +765,17 @@ class Fetcher:
             response.close()
             return R.robots_policy_for_response(status, b"".join(parts), complete)
         return R.robots_policy_for_response(404, b"", True)    # more than 5 redirects: unavailable
+
+
+@dataclass
+class _Slot:
+    """One admitted request: its host, its politeness ticket, its gate lease (if any), and
+    whether its bytes have started to leave (until then its host admits nobody else)."""
+
+    host: str
+    ticket: Ticket
+    lease: Lease | None
+    written: bool = False
 
 
 class _Held:

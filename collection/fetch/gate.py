@@ -7,7 +7,9 @@ asked for, the requests in flight (each one a *lease*), the Crawl-delay raise an
 Retry-After hold. A process asks the gate before it opens a connection to a host and gets
 either a lease (go now) or a number of seconds to wait; it tells the gate when the request
 line has been written (`sent`: the next start is counted from there) and when the request
-has ended (`release`, with a Retry-After when there was one).
+has ended (`release`, with a Retry-After when there was one). While a lease of an origin
+has not been `sent`, the origin grants no other: that request's start is not known yet (its
+connection may be slow to set up), and the next one must count its gap from it.
 
 Backends:
 
@@ -221,14 +223,15 @@ class LocalGate:
             gap = self._gap(record, interval)
             ready = max(record.get("last_start", -1e18) + gap, record.get("next_start", -1e18),
                         record.get("not_before", -1e18))
-            if len(live) >= PER_ORIGIN_IN_FLIGHT:
+            if len(live) >= PER_ORIGIN_IN_FLIGHT or any(not lease.get("sent", True) for lease in live.values()):
+                # both places taken, or a request not yet written: its start is not known
                 return max(ready - now, _FULL_POLL_SECONDS)
             if ready > now:
                 return ready - now
             with self._serial_lock:
                 self._serial += 1
                 lease_id = f"{self._pid}-{self._serial}"
-            live[lease_id] = {"pid": self._pid, "start": self._start, "expires": now + ttl}
+            live[lease_id] = {"pid": self._pid, "start": self._start, "expires": now + ttl, "sent": False}
             record["last_start"] = now
             record["next_start"] = max(record.get("next_start", -1e18), now + gap)
             return Lease(host, lease_id, interval)
@@ -236,7 +239,10 @@ class LocalGate:
     def sent(self, lease: Lease) -> None:
         with self._record(lease.host) as record:
             now = time.monotonic()
-            if lease.lease_id in record.get("leases", {}) and now > record.get("last_start", -1e18):
+            held = record.get("leases", {}).get(lease.lease_id)
+            if held is not None:
+                held["sent"] = True
+            if held is not None and now > record.get("last_start", -1e18):
                 record["last_start"] = now
                 record["next_start"] = max(record.get("next_start", -1e18), now + self._gap(record, lease.gap))
 

@@ -25,9 +25,9 @@ class Pacer:
         self.gate = gate
         self.fair = fair
         self.lock = threading.Lock()            # guards the scheduler, the counts below, every budget
-        # Requests per host between admission and their response's close, capped at
-        # PER_ORIGIN_IN_FLIGHT: the transport's per-host pool is that size (see Fetcher).
-        self.sending: dict[str, int] = {}
+        # Requests per host admitted (their politeness ticket taken) and not yet being written:
+        # while there is one, the host admits nobody else (Fetcher._wait_ready).
+        self.unwritten: dict[str, int] = {}
         self.waiters: dict[str, deque] = {}
         self.gate_failure: str | None = None     # the first gate error: the run refuses
 

@@ -20,8 +20,9 @@ may name its own `interval` (its source's min_interval_seconds); a start then wa
 own gap after the previous start *and* for the gap the previous start's source asked for,
 so the stricter of two sources sharing an origin always holds.
 
-Where the floor holds: a start is the instant the request line is written on an
-established connection — see docs/politeness.md for how the transport uses `try_start`.
+Where the floor holds: the fetcher takes a ticket (`try_start`) when it admits a request,
+before its connection, and moves the start (`sent`) to the instant the request is written on
+the established connection and again once it has left — see docs/politeness.md.
 
 The scheduler is a plain object, not thread-safe: the fetcher guards it (and the budget)
 with one lock held only for these calls, never across a sleep or a request.

@@ -9,6 +9,7 @@ when the lease expires, with nobody to clean up.
 Keys, per host H (a hash tag keeps both on one Redis Cluster slot):
   collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time)
   collection:gate:{H}:leases   sorted set: lease id -> expiry
+  collection:gate:{H}:unsent   sorted set: the leases whose request is not written yet -> expiry
   collection:source:NAME       a source's lock: the holder's description, with a TTL renewed while it runs
 Every key expires after a week without use.
 """
@@ -35,25 +36,30 @@ local s = redis.call('HMGET', KEYS[1], 'last_start', 'next_start', 'not_before',
 local last, nxt, nb, cd = num(s[1], -1e18), num(s[2], -1e18), num(s[3], -1e18), num(s[4], 0)
 """
 
-# KEYS: state, leases. ARGV: lease id, interval, margin, ttl, cap, idle expiry, full poll.
-# Returns {1, ''} for a lease, {0, seconds to wait} otherwise.
+# KEYS: state, leases, unsent. ARGV: lease id, interval, margin, ttl, cap, idle expiry, full poll.
+# Returns {1, ''} for a lease, {0, seconds to wait} otherwise. While a lease is not yet sent
+# (its request not written), no other is granted: the next gap counts from that write.
 _ACQUIRE = _PRELUDE + """
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local gap = math.max(tonumber(ARGV[2]), cd) + tonumber(ARGV[3])
 local ready = math.max(last + gap, nxt, nb)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) or redis.call('ZCARD', KEYS[3]) > 0 then
   return {0, fmt(math.max(ready - now, tonumber(ARGV[7])))}
 end
 if ready > now then return {0, fmt(ready - now)} end
 redis.call('HSET', KEYS[1], 'last_start', fmt(now), 'next_start', fmt(math.max(nxt, now + gap)))
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[6])
 redis.call('EXPIRE', KEYS[2], ARGV[6])
+redis.call('EXPIRE', KEYS[3], ARGV[6])
 return {1, ''}
 """
 
-# KEYS: state, leases. ARGV: lease id, interval, margin.
+# KEYS: state, leases, unsent. ARGV: lease id, interval, margin.
 _SENT = _PRELUDE + """
+redis.call('ZREM', KEYS[3], ARGV[1])
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) and now > last then
   local gap = math.max(tonumber(ARGV[2]), cd) + tonumber(ARGV[3])
   redis.call('HSET', KEYS[1], 'last_start', fmt(now), 'next_start', fmt(math.max(nxt, now + gap)))
@@ -61,9 +67,10 @@ end
 return 1
 """
 
-# KEYS: state, leases. ARGV: lease id, retry-after seconds (0: none), idle expiry.
+# KEYS: state, leases, unsent. ARGV: lease id, retry-after seconds (0: none), idle expiry.
 _RELEASE = _PRELUDE + """
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
 local hold = tonumber(ARGV[2])
 if hold > 0 then
   redis.call('HSET', KEYS[1], 'not_before', fmt(math.max(nb, now + hold)))
@@ -122,7 +129,8 @@ class RedisGate:
 
     @staticmethod
     def _keys(host: str) -> list[str]:
-        return [f"collection:gate:{{{host}}}", f"collection:gate:{{{host}}}:leases"]
+        return [f"collection:gate:{{{host}}}", f"collection:gate:{{{host}}}:leases",
+                f"collection:gate:{{{host}}}:unsent"]
 
     def check(self) -> None:
         self._call("PING", self._redis.ping)

@@ -90,10 +90,10 @@ class Transport(Protocol):
         """Send `request` and return once the status and headers arrived (before the body).
 
         `before_write` is called once the connection is established, just before the request
-        is written: the fetcher takes its politeness slot there, so the gap between two
+        is written: the fetcher stamps the request's start there, so the gap between two
         requests holds where the origin sees it (arrival), not where they leave (GUIDE).
         It may return a callable, which a network transport calls once the request has been
-        written, so the next gap counts from the moment it actually left.
+        written (or its write failed), so the next gap counts from the moment it actually left.
         Raises TransportError (code timeout when `deadline` passes first)."""
 
 

@@ -165,10 +165,11 @@ class _PinnedHTTPSConnection(HTTPSConnection):
         if hook is not None:
             _hooks.before_write = None
             written = hook()
-        result = super().request(*args, **kwargs)
-        if callable(written):
-            written()   # the request has left: politeness counts the next gap from here
-        return result
+        try:
+            return super().request(*args, **kwargs)
+        finally:
+            if callable(written):
+                written()   # the request has left (or part of it): the next gap counts from here
 
     def _new_conn(self) -> socket.socket:
         try:
