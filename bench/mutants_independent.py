@@ -3741,9 +3741,9 @@ def _():
     original_sent, original_start = Po.Politeness.sent, Po.Politeness.try_start
     Po.Politeness.sent = lambda self, ticket, now: None if getattr(_LISTING_FLAG, "on", False) else original_sent(self, ticket, now)
 
-    def try_start(self, host, now):
+    def try_start(self, host, now, interval=None):
         before = self._hosts[host].last_start if host in self._hosts else None
-        ticket = original_start(self, host, now)
+        ticket = original_start(self, host, now, interval)
         if ticket is not None and _LISTING_FLAG.on:
             if before is None:
                 self._hosts[host].last_start = -float("inf")
