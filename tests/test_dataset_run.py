@@ -191,3 +191,45 @@ def test_a_recorded_dataset_run_replays_to_the_same_state(loopback, tmp_path):
             with open(tmp_path / "live" / name / "current" / file, "rb") as a, \
                     open(tmp_path / "replayed" / name / "current" / file, "rb") as b:
                 assert a.read() == b.read(), (name, file)
+
+
+def _in_flight(state, names: list[str], host: str, delay: int) -> list[tuple[int, int]]:
+    """(start, end) on the virtual clock of every page fetched from `host`: each answer took
+    `delay` seconds, and a page's time in the ledger is when its fetch ended."""
+    spans = []
+    for name in names:
+        with open(state / name / "current" / "ledger.csv", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                if row["url"].split("/")[2] == host:
+                    end = int(row["last_fetched_at"][11:13]) * 3600 + int(row["last_fetched_at"][14:16]) * 60 \
+                        + int(row["last_fetched_at"][17:19])
+                    spans.append((end - delay, end))
+    return sorted(spans)
+
+
+def _most_at_once(spans: list[tuple[int, int]]) -> int:
+    return max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans)
+
+
+def test_the_two_slots_of_an_origin_are_used_whether_one_source_reads_it_or_several(tmp_path):
+    """FETCH-18 with answers slower than the gap (3 s against 1 s): an origin read by one
+    source of the dataset has two of its requests in flight at once, as a source run alone
+    would; an origin read by two sources has two in flight between them (they split its two
+    slots, one worker each, rather than four threads waiting for two slots); never three."""
+    solo = pages("a.example.com", "solo", 4)
+    first, second = pages("b.example.com", "p", 3), pages("b.example.com", "q", 3)
+    data = dataset_doc("slow", source_doc("solo", solo), source_doc("first", first), source_doc("second", second))
+    fixture = fixture_for(solo + first + second)
+    for exchange in fixture:
+        exchange["response"]["delay_seconds"] = 3
+    recipe, replay = _write(tmp_path, data, fixture)
+    state = tmp_path / "state"
+    done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--json")
+    assert done.returncode == 0, done.stderr
+    assert all(s["record"]["coverage"]["fetched_this_run"] == len(urls) for s, urls in
+               zip(json.loads(done.stdout)["sources"], (solo, first, second)))
+    alone = _in_flight(state, ["solo"], "a.example.com", 3)
+    shared = _in_flight(state, ["first", "second"], "b.example.com", 3)
+    assert len(alone) == 4 and len(shared) == 6
+    assert _most_at_once(alone) == 2, alone
+    assert _most_at_once(shared) == 2, shared

@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 from collection.canonical import ordered_json
 from collection.fetch.clock import VirtualClock
@@ -30,6 +32,7 @@ from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
 from collection.fetch.gate import GateUnavailable
 from collection.fetch.pacer import Pacer
 from collection.fetch.politeness import WORKER_CAP, Politeness
+from collection.recipe.model import Source
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import dataset_entries
 from collection.run.loop import RunSettings, RunUsageError, SharedRun, Shell, gate_refusal, run_source
@@ -70,6 +73,15 @@ def previous_dataset_run(state_dir: str) -> int:
             return int(json.loads(handle.read()).get("dataset_run", 0))
     except (OSError, ValueError, AttributeError, TypeError):
         return 0
+
+
+def host_sharers(sources: Iterable[Source]) -> dict[str, int]:
+    """How many of `sources` may fetch from each host (their allowed_origins): the sources
+    that split the host's connection slots in this run."""
+    counts: Counter[str] = Counter()
+    for source in sources:
+        counts.update({urlsplit(origin).hostname or "" for origin in source.collection.pages.allowed_origins})
+    return dict(counts)
 
 
 def _refused(refusals: Iterable[Refusal]) -> dict:
@@ -113,7 +125,7 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     transport = shell.transport_for(dataset_run)
     margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
     pacer = Pacer(Politeness(1, WORKER_CAP, margin=margin), gate, fair=True)
-    shared = SharedRun(transport, pacer)
+    shared = SharedRun(transport, pacer, sharers=host_sharers(entry.source for entry in chosen))
     base_log = log or (lambda event, **fields: None)
     lock = threading.Lock()
 
