@@ -10,12 +10,17 @@ from __future__ import annotations
 import csv
 import json
 import os
+import random
+import signal
+import subprocess
+import sys
+import time
 
 import jsonschema
 import referencing
 from dataset_kit import dataset_doc, fixture_for, page_body, pages, source_doc
 from loopback import Reply
-from test_run_kit import run_cli
+from test_run_kit import check_state, run_cli
 
 from collection.fetch.clock import VirtualClock
 from collection.fetch.egress import Egress
@@ -233,3 +238,41 @@ def test_the_two_slots_of_an_origin_are_used_whether_one_source_reads_it_or_seve
     assert len(alone) == 4 and len(shared) == 6
     assert _most_at_once(alone) == 2, alone
     assert _most_at_once(shared) == 2, shared
+
+
+def test_a_dataset_run_killed_at_any_instant_leaves_every_source_old_or_new(tmp_path):
+    """Crash safety with many sources writing their generations at once (a few at a time,
+    SharedRun.writing): SIGKILL a dataset replay at random instants, weighted towards its end
+    where the sources finish together and write; every source's `current` is then its old
+    generation or its new one with files that agree, never an older one, and the next run
+    of the dataset completes for every source."""
+    names = [f"s{n:02d}" for n in range(32)]
+    urls = {name: pages(f"o{n % 4}.example.com", name, 4) for n, name in enumerate(names)}
+    recipe, replay = _write(tmp_path, dataset_doc("crash", *(source_doc(name, urls[name]) for name in names)),
+                            fixture_for([u for name in names for u in urls[name]]))
+    state = tmp_path / "state"
+    args = [sys.executable, "-m", "collection", "run", recipe, "--state", str(state), "--replay", replay, "--keep", "2"]
+    cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    started = time.monotonic()
+    assert subprocess.run(args, cwd=cwd, capture_output=True).returncode == 0
+    span = time.monotonic() - started
+    rng = random.Random(17)
+    killed = 0
+    for _ in range(40):
+        before = {name: check_state(state / name, ("title", "body")) for name in names}
+        child = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            child.wait(timeout=span * rng.uniform(0.6, 1.05))
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGKILL)
+        killed += child.wait() == -signal.SIGKILL
+        for name in names:
+            after = check_state(state / name, ("title", "body"))
+            assert after is not None and after >= before[name], (name, before[name], after)
+        if killed >= 12:
+            break
+    assert killed >= 12
+    last = {name: check_state(state / name, ("title", "body")) for name in names}
+    done = subprocess.run(args + ["--json"], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert all(check_state(state / name, ("title", "body")) > last[name] for name in names)

@@ -36,7 +36,7 @@ from collection.recipe.model import Source
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import dataset_entries
 from collection.run.loop import RunSettings, RunUsageError, SharedRun, Shell, gate_refusal, run_source
-from collection.store.generations import StateLocked
+from collection.store.generations import StateLocked, prepare_directory
 
 DATASET_RECORD = "dataset-run.json"
 DATASET_RECORD_VERSION = 1
@@ -136,6 +136,13 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
 
         run_settings = RunSettings(os.path.join(settings.state_dir, entry.name), resync=settings.resync,
                                    deadline_seconds=settings.deadline_seconds, keep=settings.keep, plan=settings.plan)
+        try:
+            # Before taking part in the clock: on a virtual clock the sources run one at a
+            # time, and making 256 state directories in turn kept the others waiting on the
+            # disk (bench/fleet.py); made here, every source's are made at once.
+            prepare_directory(run_settings.state_dir)
+        except OSError:
+            pass             # the run meets the same error at its state directory and reports it
         try:
             with participant if participant is not None else nullcontext():
                 record = run_source(entry.source, run_settings, shell, shared=shared, log=source_log,

@@ -62,7 +62,7 @@ RECORD_VERSION = 1
 _IDLE_POLL_SECONDS = 0.05     # a worker with nothing to take looks again this much later
 _INLINE_POLL_SECONDS = 1.0    # a dataset source's thread looks again this much later for its workers
 _LOOKAHEAD_PER_WORKER = 4     # choices pulled ahead so workers can pick a ready host
-GENERATION_WRITERS = 2        # a dataset run's generations written at once (SharedRun.writing)
+GENERATION_WRITERS = 4        # a dataset run's generations written at once (SharedRun.writing)
 
 
 class RunUsageError(ValueError):
@@ -114,8 +114,9 @@ class SharedRun:
     # together (the host's waiters are served in turn), and hundreds of threads writing at
     # once each wanted the GIL between every write, so the sources still fetching waited
     # behind all of them for each turn of the clock (bench/fleet.py: the last 10% of a
-    # 256-source replay's turns took a third of its time). Two writers keep the disk busy
-    # (one fsyncs while the other encodes) beside the fetching instead of in its way.
+    # 256-source replay's turns took a third of its time). A few writers keep the disk busy
+    # (a write spends about two thirds of its time waiting for its six fsyncs, so others
+    # encode meanwhile) beside the fetching instead of in its way.
     writing: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(GENERATION_WRITERS))
 
 
