@@ -276,3 +276,30 @@ def test_a_dataset_run_killed_at_any_instant_leaves_every_source_old_or_new(tmp_
     done = subprocess.run(args + ["--json"], cwd=cwd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert all(check_state(state / name, ("title", "body")) > last[name] for name in names)
+
+
+def test_sources_allowing_the_same_origins_ask_for_robots_txt_once(tmp_path):
+    """D-58 (robots.txt once per run) across the sources of a dataset: the sources that allow
+    the same origins share one answer per origin, so a publisher read by three sources sees
+    one robots.txt request, not three; an answer D-66 makes unreachable (a redirect outside
+    the allowlist) disallows every page of each of them and each run record names it."""
+    blocked = {name: pages("a.example.com", name, 2) for name in ("x", "y", "z")}
+    open_ = {name: pages("b.example.com", name, 2) for name in ("u", "v")}
+    sources = {**blocked, **open_}
+    fixture = fixture_for([u for urls in sources.values() for u in urls])
+    fixture.append({"request": {"url": "https://a.example.com/robots.txt"},
+                    "response": {"status": 301, "headers": [["Location", "https://elsewhere.example.com/robots.txt"]],
+                                 "body": {"text": ""}}})
+    recipe, replay = _write(tmp_path, dataset_doc("robots", *(source_doc(n, u) for n, u in sources.items())), fixture)
+    done = run_cli("run", recipe, "--state", str(tmp_path / "state"), "--replay", replay, "--json")
+    assert done.returncode == 0, done.stderr
+    records = {s["name"]: s["record"] for s in json.loads(done.stdout)["sources"]}
+    assert sum(records[n]["requests"]["robots"] for n in blocked) == 1
+    assert sum(records[n]["requests"]["robots"] for n in open_) == 1
+    for name in blocked:
+        assert records[name]["robots_unreachable"] == [{"origin": "https://a.example.com",
+                                                        "redirect": "https://elsewhere.example.com/robots.txt"}]
+        assert records[name]["rows"] == 0
+        assert {p["failure_code"] for p in records[name]["failures"]["pages"]} == {"robots_disallowed"}
+    for name in open_:
+        assert "robots_unreachable" not in records[name] and records[name]["rows"] == 2
