@@ -147,8 +147,8 @@ def replay(work: str, name: str, recipe: str, fixture: str) -> tuple[float, int,
 
 def replays(work: str, sources: int, per: int, rounds: int) -> None:
     """The dataset replay beside the single-source one, `rounds` times each, alternating
-    (single, dataset, single, ...) so that both meet the same load on the machine; each
-    round's ratio is taken within the round. State directories are kept until the end: a
+    (single, dataset, dataset, single, ...) so that both meet the same load on the machine;
+    each round's ratio is taken within the round. State directories are kept until the end: a
     run into a directory just emptied of thousands of files pays for the deletions on
     filesystems that avoid reusing recently freed inodes (ext4 without a journal scans
     past them on every file it creates), a cost of the bench's clean-up, not of the run."""
@@ -171,10 +171,11 @@ def replays(work: str, sources: int, per: int, rounds: int) -> None:
             handle.write(body)
     runs: dict[str, list[tuple[float, int, float]]] = {"single": [], "dataset": []}
     for n in range(rounds):
-        for name in ("single", "dataset"):
+        # single then dataset, then the other way round: neither always runs second
+        for name in ("single", "dataset") if n % 2 == 0 else ("dataset", "single"):
             runs[name].append(replay(work, f"{name}-{n}", recipes[name], fixture))
     count = len(every)
-    print(f"replay on the virtual clock: {count} pages, {rounds} rounds (one source, then {sources} sources)")
+    print(f"replay on the virtual clock: {count} pages, {rounds} rounds of one source and {sources} sources")
     for name, label in (("single", "one source over 8 origins"), ("dataset", f"{sources} sources over 16 origins")):
         rates = [count / wall for wall, _, _ in runs[name]]
         print(f"  {label}: {statistics.median(rates):.0f} pages/s median ({', '.join(f'{r:.0f}' for r in rates)}; "

@@ -126,13 +126,12 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
     pacer = Pacer(Politeness(1, WORKER_CAP, margin=margin), gate, fair=True)
     shared = SharedRun(transport, pacer, sharers=host_sharers(entry.source for entry in chosen))
-    base_log = log or (lambda event, **fields: None)
     lock = threading.Lock()
 
     def run_one(entry, participant) -> None:
         def source_log(event, **fields):
             with lock:
-                base_log(event, **{"source": entry.name, **fields})
+                log(event, **{"source": entry.name, **fields})
 
         run_settings = RunSettings(os.path.join(settings.state_dir, entry.name), resync=settings.resync,
                                    deadline_seconds=settings.deadline_seconds, keep=settings.keep, plan=settings.plan)
@@ -145,7 +144,8 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
             pass             # the run meets the same error at its state directory and reports it
         try:
             with participant if participant is not None else nullcontext():
-                record = run_source(entry.source, run_settings, shell, shared=shared, log=source_log,
+                record = run_source(entry.source, run_settings, shell, shared=shared,
+                                    log=source_log if log is not None else None,
                                     leave_clock=participant.leave if participant is not None else None)
             outcome = {"status": RAN, "code": None, "refusals": [], "record": record}
         except RefusedError as exc:
