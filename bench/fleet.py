@@ -14,7 +14,7 @@
    origins (a source lists at most 8, REG-20), ROUNDS alternating runs of each measured in the
    same run: the median ratio and its spread.
 
-    .venv/bin/python bench/fleet.py [--pages 30] [--processes 3] [--dataset-sources 256] [--rounds 3]
+    .venv/bin/python bench/fleet.py [--pages 30] [--processes 3] [--dataset-sources 256] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--dataset-sources", type=int, default=256)
     parser.add_argument("--dataset-pages", type=int, default=20, help="pages per source in the dataset replay")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating replays of each kind")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating replays of each kind")
     parser.add_argument("--skip-fleet", action="store_true")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-fleet-")
