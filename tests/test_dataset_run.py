@@ -10,12 +10,17 @@ from __future__ import annotations
 import csv
 import json
 import os
+import random
+import signal
+import subprocess
+import sys
+import time
 
 import jsonschema
 import referencing
 from dataset_kit import dataset_doc, fixture_for, page_body, pages, source_doc
 from loopback import Reply
-from test_run_kit import run_cli
+from test_run_kit import check_state, run_cli
 
 from collection.fetch.clock import VirtualClock
 from collection.fetch.egress import Egress
@@ -191,3 +196,110 @@ def test_a_recorded_dataset_run_replays_to_the_same_state(loopback, tmp_path):
             with open(tmp_path / "live" / name / "current" / file, "rb") as a, \
                     open(tmp_path / "replayed" / name / "current" / file, "rb") as b:
                 assert a.read() == b.read(), (name, file)
+
+
+def _in_flight(state, names: list[str], host: str, delay: int) -> list[tuple[int, int]]:
+    """(start, end) on the virtual clock of every page fetched from `host`: each answer took
+    `delay` seconds, and a page's time in the ledger is when its fetch ended."""
+    spans = []
+    for name in names:
+        with open(state / name / "current" / "ledger.csv", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                if row["url"].split("/")[2] == host:
+                    end = int(row["last_fetched_at"][11:13]) * 3600 + int(row["last_fetched_at"][14:16]) * 60 \
+                        + int(row["last_fetched_at"][17:19])
+                    spans.append((end - delay, end))
+    return sorted(spans)
+
+
+def _most_at_once(spans: list[tuple[int, int]]) -> int:
+    return max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans)
+
+
+def test_the_two_slots_of_an_origin_are_used_whether_one_source_reads_it_or_several(tmp_path):
+    """FETCH-18 with answers slower than the gap (3 s against 1 s): an origin read by one
+    source of the dataset has two of its requests in flight at once, as a source run alone
+    would; an origin read by two sources has two in flight between them (they split its two
+    slots, one worker each, rather than four threads waiting for two slots); never three."""
+    solo = pages("a.example.com", "solo", 4)
+    first, second = pages("b.example.com", "p", 3), pages("b.example.com", "q", 3)
+    data = dataset_doc("slow", source_doc("solo", solo), source_doc("first", first), source_doc("second", second))
+    fixture = fixture_for(solo + first + second)
+    for exchange in fixture:
+        exchange["response"]["delay_seconds"] = 3
+    recipe, replay = _write(tmp_path, data, fixture)
+    state = tmp_path / "state"
+    done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--json")
+    assert done.returncode == 0, done.stderr
+    assert all(s["record"]["coverage"]["fetched_this_run"] == len(urls) for s, urls in
+               zip(json.loads(done.stdout)["sources"], (solo, first, second)))
+    alone = _in_flight(state, ["solo"], "a.example.com", 3)
+    shared = _in_flight(state, ["first", "second"], "b.example.com", 3)
+    assert len(alone) == 4 and len(shared) == 6
+    assert _most_at_once(alone) == 2, alone
+    assert _most_at_once(shared) == 2, shared
+
+
+def test_a_dataset_run_killed_at_any_instant_leaves_every_source_old_or_new(tmp_path):
+    """Crash safety with many sources writing their generations at once (a few at a time,
+    SharedRun.writing): SIGKILL a dataset replay at random instants, weighted towards its end
+    where the sources finish together and write; every source's `current` is then its old
+    generation or its new one with files that agree, never an older one, and the next run
+    of the dataset completes for every source."""
+    names = [f"s{n:02d}" for n in range(32)]
+    urls = {name: pages(f"o{n % 4}.example.com", name, 4) for n, name in enumerate(names)}
+    recipe, replay = _write(tmp_path, dataset_doc("crash", *(source_doc(name, urls[name]) for name in names)),
+                            fixture_for([u for name in names for u in urls[name]]))
+    state = tmp_path / "state"
+    args = [sys.executable, "-m", "collection", "run", recipe, "--state", str(state), "--replay", replay, "--keep", "2"]
+    cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    started = time.monotonic()
+    assert subprocess.run(args, cwd=cwd, capture_output=True).returncode == 0
+    span = time.monotonic() - started
+    rng = random.Random(17)
+    killed = 0
+    for _ in range(40):
+        before = {name: check_state(state / name, ("title", "body")) for name in names}
+        child = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            child.wait(timeout=span * rng.uniform(0.6, 1.05))
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGKILL)
+        killed += child.wait() == -signal.SIGKILL
+        for name in names:
+            after = check_state(state / name, ("title", "body"))
+            assert after is not None and after >= before[name], (name, before[name], after)
+        if killed >= 12:
+            break
+    assert killed >= 12
+    last = {name: check_state(state / name, ("title", "body")) for name in names}
+    done = subprocess.run(args + ["--json"], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert all(check_state(state / name, ("title", "body")) > last[name] for name in names)
+
+
+def test_sources_allowing_the_same_origins_ask_for_robots_txt_once(tmp_path):
+    """D-58 (robots.txt once per run) across the sources of a dataset: the sources that allow
+    the same origins share one answer per origin, so a publisher read by three sources sees
+    one robots.txt request, not three; an answer D-66 makes unreachable (a redirect outside
+    the allowlist) disallows every page of each of them and each run record names it."""
+    blocked = {name: pages("a.example.com", name, 2) for name in ("x", "y", "z")}
+    open_ = {name: pages("b.example.com", name, 2) for name in ("u", "v")}
+    sources = {**blocked, **open_}
+    fixture = fixture_for([u for urls in sources.values() for u in urls])
+    fixture.append({"request": {"url": "https://a.example.com/robots.txt"},
+                    "response": {"status": 301, "headers": [["Location", "https://elsewhere.example.com/robots.txt"]],
+                                 "body": {"text": ""}}})
+    recipe, replay = _write(tmp_path, dataset_doc("robots", *(source_doc(n, u) for n, u in sources.items())), fixture)
+    done = run_cli("run", recipe, "--state", str(tmp_path / "state"), "--replay", replay, "--json")
+    assert done.returncode == 0, done.stderr
+    records = {s["name"]: s["record"] for s in json.loads(done.stdout)["sources"]}
+    assert sum(records[n]["requests"]["robots"] for n in blocked) == 1
+    assert sum(records[n]["requests"]["robots"] for n in open_) == 1
+    for name in blocked:
+        assert records[name]["robots_unreachable"] == [{"origin": "https://a.example.com",
+                                                        "redirect": "https://elsewhere.example.com/robots.txt"}]
+        assert records[name]["rows"] == 0
+        assert {p["failure_code"] for p in records[name]["failures"]["pages"]} == {"robots_disallowed"}
+    for name in open_:
+        assert "robots_unreachable" not in records[name] and records[name]["rows"] == 2

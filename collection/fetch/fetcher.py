@@ -244,6 +244,7 @@ class _RobotsEntry:
     lock: threading.Lock = field(default_factory=threading.Lock)
     rules: object | None = None
     completed_at: float | None = None     # when the robots.txt answer ended (if reported)
+    unreachable: str | None = None        # D-66: where it redirected outside the allowlist
 
 
 class Fetcher:
@@ -277,10 +278,11 @@ class Fetcher:
         self.range_size = int(range_size)
         self.max_body_bytes = int(max_body_bytes)
         self._lock = self.pacer.lock           # guards budget, politeness and the pacer's counts
-        self._robots: dict[str, _RobotsEntry] = {}
+        # (origin, allowlist) -> its robots.txt answer, shared with the pacer's other fetchers
+        self._robots: dict[tuple[str, frozenset], _RobotsEntry] = self.pacer.robots
         # origin → where its robots.txt redirected outside allowed_origins (D-66)
         self.robots_unreachable: dict[str, str] = {}
-        self._robots_lock = threading.Lock()
+        self._robots_lock = self.pacer.robots_lock
 
     # --- public ---------------------------------------------------------------------------
     def fetch(self, spec: FetchSpec) -> FetchOutcome:
@@ -304,7 +306,7 @@ class Fetcher:
     def robots_rules(self, origin: str):
         """The robots.txt rules of `origin` for this run (fetched once, D-58)."""
         with self._robots_lock:
-            entry = self._robots.setdefault(origin, _RobotsEntry())
+            entry = self._robots.setdefault((origin, self.allowed), _RobotsEntry())
         # Wait for a sibling fetching this robots.txt in sleep_until, not on the lock: the
         # sibling may itself be sleeping for its politeness turn, and on a virtual clock a
         # thread blocked on a lock held by a sleeper holds time still for ever (clock.py).
@@ -325,11 +327,14 @@ class Fetcher:
                     from collection.fetch import robots as R
                     entry.rules = R.DISALLOW_ALL
                 entry.completed_at = robots_tally.completed_at
+                entry.unreachable = self.robots_unreachable.get(origin)
                 delay = entry.rules.crawl_delay(self.token)
                 host = urlsplit(origin).hostname or ""
                 with self._lock:
                     self.politeness.set_crawl_delay(host, delay)
                     self.pacer.gate_quietly("set_crawl_delay", host, delay)
+            elif entry.unreachable is not None:
+                self.robots_unreachable[origin] = entry.unreachable    # another source's answer
             return entry.rules
         finally:
             entry.lock.release()
@@ -345,7 +350,7 @@ class Fetcher:
         while True:
             if self.robots_enabled and not self._robots_allow(current):
                 # refused by the robots.txt answer: the fetch ends when that answer did
-                entry = self._robots.get(urls.origin_of(current))
+                entry = self._robots.get((urls.origin_of(current), self.allowed))
                 tally.ended(entry.completed_at if entry is not None else None)
                 origin = urls.origin_of(current)
                 if origin in self.robots_unreachable:

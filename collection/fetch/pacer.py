@@ -30,6 +30,11 @@ class Pacer:
         self.unwritten: dict[str, int] = {}
         self.waiters: dict[str, deque] = {}
         self.gate_failure: str | None = None     # the first gate error: the run refuses
+        # robots.txt answers of this run (D-58: once per run), per origin and the allowlist
+        # its redirects were judged by (D-66): the sources of a dataset that allow the same
+        # origins ask an origin for its robots.txt once, not once each (collection.fetch.fetcher)
+        self.robots: dict = {}
+        self.robots_lock = threading.Lock()
 
     def is_head(self, host: str, token: object) -> bool:
         queue = self.waiters.get(host)

@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 from collection.canonical import ordered_json
 from collection.fetch.clock import VirtualClock
@@ -30,10 +32,11 @@ from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
 from collection.fetch.gate import GateUnavailable
 from collection.fetch.pacer import Pacer
 from collection.fetch.politeness import WORKER_CAP, Politeness
+from collection.recipe.model import Source
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import dataset_entries
 from collection.run.loop import RunSettings, RunUsageError, SharedRun, Shell, gate_refusal, run_source
-from collection.store.generations import StateLocked
+from collection.store.generations import StateLocked, prepare_directory
 
 DATASET_RECORD = "dataset-run.json"
 DATASET_RECORD_VERSION = 1
@@ -70,6 +73,15 @@ def previous_dataset_run(state_dir: str) -> int:
             return int(json.loads(handle.read()).get("dataset_run", 0))
     except (OSError, ValueError, AttributeError, TypeError):
         return 0
+
+
+def host_sharers(sources: Iterable[Source]) -> dict[str, int]:
+    """How many of `sources` may fetch from each host (their allowed_origins): the sources
+    that split the host's connection slots in this run."""
+    counts: Counter[str] = Counter()
+    for source in sources:
+        counts.update({urlsplit(origin).hostname or "" for origin in source.collection.pages.allowed_origins})
+    return dict(counts)
 
 
 def _refused(refusals: Iterable[Refusal]) -> dict:
@@ -113,20 +125,27 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     transport = shell.transport_for(dataset_run)
     margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
     pacer = Pacer(Politeness(1, WORKER_CAP, margin=margin), gate, fair=True)
-    shared = SharedRun(transport, pacer)
-    base_log = log or (lambda event, **fields: None)
+    shared = SharedRun(transport, pacer, sharers=host_sharers(entry.source for entry in chosen))
     lock = threading.Lock()
 
     def run_one(entry, participant) -> None:
         def source_log(event, **fields):
             with lock:
-                base_log(event, **{"source": entry.name, **fields})
+                log(event, **{"source": entry.name, **fields})
 
         run_settings = RunSettings(os.path.join(settings.state_dir, entry.name), resync=settings.resync,
                                    deadline_seconds=settings.deadline_seconds, keep=settings.keep, plan=settings.plan)
         try:
+            # Before taking part in the clock: on a virtual clock the sources run one at a
+            # time, and making 256 state directories in turn kept the others waiting on the
+            # disk (bench/fleet.py); made here, every source's are made at once.
+            prepare_directory(run_settings.state_dir)
+        except OSError:
+            pass             # the run meets the same error at its state directory and reports it
+        try:
             with participant if participant is not None else nullcontext():
-                record = run_source(entry.source, run_settings, shell, shared=shared, log=source_log,
+                record = run_source(entry.source, run_settings, shell, shared=shared,
+                                    log=source_log if log is not None else None,
                                     leave_clock=participant.leave if participant is not None else None)
             outcome = {"status": RAN, "code": None, "refusals": [], "record": record}
         except RefusedError as exc:

@@ -26,7 +26,7 @@ import threading
 import time
 from collections import deque
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -62,6 +62,7 @@ RECORD_VERSION = 1
 _IDLE_POLL_SECONDS = 0.05     # a worker with nothing to take looks again this much later
 _INLINE_POLL_SECONDS = 1.0    # a dataset source's thread looks again this much later for its workers
 _LOOKAHEAD_PER_WORKER = 4     # choices pulled ahead so workers can pick a ready host
+GENERATION_WRITERS = 4        # a dataset run's generations written at once (SharedRun.writing)
 
 
 class RunUsageError(ValueError):
@@ -102,10 +103,21 @@ class RunSettings:
 @dataclass
 class SharedRun:
     """What the sources of one dataset run share: one transport (one connection pool per
-    origin) and one pacer (one scheduler, one connection cap per origin, one gate)."""
+    origin) and one pacer (one scheduler, one connection cap per origin, one gate).
+    `sharers`: host -> how many of the dataset's sources may fetch from it (their
+    allowed_origins), so each takes its share of the host's slots (`_worker_count`)."""
 
     transport: Transport
     pacer: Pacer
+    sharers: Mapping[str, int] = field(default_factory=dict)
+    # Generations are written GENERATION_WRITERS at a time. Sources sharing origins finish
+    # together (the host's waiters are served in turn), and hundreds of threads writing at
+    # once each wanted the GIL between every write, so the sources still fetching waited
+    # behind all of them for each turn of the clock (bench/fleet.py: the last 10% of a
+    # 256-source replay's turns took a third of its time). A few writers keep the disk busy
+    # (a write spends about two thirds of its time waiting for its six fsyncs, so others
+    # encode meanwhile) beside the fetching instead of in its way.
+    writing: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(GENERATION_WRITERS))
 
 
 def gate_refusal(exc: GateUnavailable, gate) -> RefusedError:
@@ -416,9 +428,10 @@ def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tupl
 
 def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin, accepted, clock,
                  progress, log, inline: bool = False) -> None:
-    """`inline`: the calling thread is itself a participant of a virtual clock (a source of a
-    dataset run): it works as the first worker and then waits for the others in
-    `sleep_until`, the only place a participant may block."""
+    """`inline`: the calling thread (a source of a dataset run) works as the first worker
+    rather than starting one more thread and waiting for it. On a virtual clock it is a
+    participant, so it waits for the others in `sleep_until`, the only place a participant
+    may block."""
     def work(participant) -> None:
         with participant if participant is not None else nullcontext():
             while (choice := dispatcher.take()) is not None:
@@ -465,12 +478,22 @@ def _lookahead(planner: Planner, workers: int) -> int:
     return max(8, workers * _LOOKAHEAD_PER_WORKER)
 
 
-def _worker_count(source: Source, planner: Planner) -> int:
+def _worker_count(source: Source, planner: Planner, sharers: Mapping[str, int] | None = None) -> int:
     """Threads, not requests in flight: a worker spends most of its life waiting for a
     host's gap, so one per host slot keeps every host busy; the scheduler's capacity
-    still caps requests in flight at min(concurrency, 25) (D-09)."""
+    still caps requests in flight at min(concurrency, 25) (D-09).
+
+    In a dataset run one pacer holds a host to PER_ORIGIN_IN_FLIGHT for every source that
+    reads it, so a host's slots are shared: `sharers[host]` sources split them, each keeping
+    at least one worker per host it reads. Sixteen sources of one origin then run sixteen
+    workers between them rather than thirty-two threads waiting for the same two slots
+    (bench/fleet.py: the second thread of each source cost a dataset replay a fifth of its
+    time, in thread starts and turns of the virtual clock, and fetched nothing sooner)."""
+    per_host = _per_host(source)
     hosts = {urlsplit(c.url).hostname for c in planner.queue}
-    return max(1, min(WORKER_CAP, _per_host(source) * max(1, len(hosts)), len(planner.queue) or 1))
+    sharers = sharers or {}
+    slots = sum(max(1, -(-per_host // max(1, sharers.get(host, 1)))) for host in hosts)
+    return max(1, min(WORKER_CAP, slots, len(planner.queue) or 1))
 
 
 def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progress_factory=None) -> dict:
@@ -561,11 +584,11 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                               max_fetches_per_run=pages.max_fetches_per_run, now=now)
             log("discovered", discovered=len(discovery.pages), complete=discovery.complete,
                 failure=discovery.failure, chosen_queue=len(planner.queue))
-            workers = _worker_count(source, planner)
+            workers = _worker_count(source, planner, shared.sharers if shared is not None else None)
             dispatcher = _Dispatcher(planner, fetcher, clock, _lookahead(planner, workers), per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
             _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log,
-                         inline=shared is not None and shell.virtual)
+                         inline=shared is not None)
             if progress is not None:
                 progress.done()
             if pacer.gate_failure is not None:
@@ -584,7 +607,9 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             if leave_clock is not None:
                 ended = (clock.wall(), clock.monotonic())
                 leave_clock()
-            with paused_gc():
+            # A dataset source waits for its turn to write (it has left the virtual clock, so
+            # it may block): see SharedRun.writing.
+            with shared.writing if shared is not None else nullcontext(), paused_gc():
                 record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
                                            budget_exhausted, run_number, resync, started_at, started_mono,
                                            wall_start, ended, clock, shell, discovery)

@@ -243,6 +243,15 @@ class Generation:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def prepare_directory(directory: str) -> None:
+    """Create what every run of a state directory uses and the first run makes (DIR/,
+    DIR/generations/, DIR/lock), where missing. Idempotent, and harmless beside a run that
+    holds the lock: it truncates nothing and takes no lock. A dataset run calls it for every
+    source at once, before the sources take turns on a virtual clock (run/dataset.py)."""
+    os.makedirs(os.path.join(directory, "generations"), exist_ok=True)
+    os.close(os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT, 0o644))
+
+
 class StateStore:
     """One state directory, locked for the lifetime of the object (use as a context manager)."""
 
