@@ -182,6 +182,9 @@ def _kernel_arrival(peek: socket.socket) -> tuple[float, float] | None:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The head and the body are two writes: with Nagle's algorithm the body waits for the
+    # client's delayed ACK of the head, 40 ms on every request of a kept-alive connection.
+    disable_nagle_algorithm = True
     server: "_Server"
 
     def setup(self) -> None:
