@@ -106,17 +106,21 @@ def canonicalise(link: str, base: str | None = None) -> str:
         # trip drops the ';' of an empty last-segment parameter ("/a;"): leave that to it.
         host, rest = plain.group(1), plain.group(2) or ""
         rest = rest.partition("#")[0]
-        path, question, query = rest.partition("?")
+        path, _, query = rest.partition("?")
         if base is None or ";" not in path:
-            path = remove_dot_segments(path)
-            return f"https://{host}{path}?{query}" if query else f"https://{host}{path}"
+            return _https(host, remove_dot_segments(path), query)
     elif base and _ROOT_PATH.fullmatch(text) is not None and (host := _plain_base_host(base)) is not None:
-        path, question, query = text.partition("#")[0].partition("?")
+        path, _, query = text.partition("#")[0].partition("?")
         if "/." not in path:
             # No dot segment (urljoin's own removal of those differs from RFC 3986's on
             # "/..//"): the base's host and the link's path are all urljoin keeps.
-            return f"https://{host}{path}?{query}" if query else f"https://{host}{path}"
+            return _https(host, path, query)
     return _canonicalise_general(link, text, base)
+
+
+def _https(host: str, path: str, query: str) -> str:
+    # urlunsplit drops an empty query's '?': "https://h/a?" and "https://h/a" are one page
+    return f"https://{host}{path}?{query}" if query else f"https://{host}{path}"
 
 
 def _canonicalise_general(link: str, text: str, base: str | None) -> str:

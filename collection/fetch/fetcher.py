@@ -607,6 +607,11 @@ class Fetcher:
     def _stamp(self, slot: "_Slot") -> None:
         # under self._lock
         self.politeness.sent(slot.ticket, self.clock.monotonic())
+        self._release_host(slot)
+
+    def _release_host(self, slot: "_Slot") -> None:
+        # under self._lock: the request is being written (or never will be), so its host may
+        # admit the next one
         if not slot.written:
             slot.written = True
             self.pacer.unwritten[slot.host] -= 1
@@ -615,9 +620,7 @@ class Fetcher:
         """The request has ended (any outcome): its politeness slot and its gate lease are
         given back; a request that never got as far as being written stops holding its host."""
         with self._lock:
-            if not slot.written:
-                slot.written = True
-                self.pacer.unwritten[slot.host] -= 1
+            self._release_host(slot)
             self._active -= 1
             self.politeness.finish(slot.ticket, self.clock.monotonic(), retry_after)
             if slot.lease is not None:
