@@ -91,10 +91,17 @@ class Participant:
             self._left = True
             self._clock._leave(threading.get_ident())
 
-    def __enter__(self) -> Participant:
+    def join(self) -> None:
+        """Take part from here on, in the thread that calls it. Until then the thread is
+        enrolled but not bound: it holds time still (no turn is handed out before every
+        participant has joined) while it does what needs no clock, such as disk work that
+        would otherwise run one thread's turn at a time (run/dataset.py)."""
         # Binding the participant to the thread that uses it lets the clock tell a
         # participant's sleep from an outsider's (a supervising thread, a test).
         self._clock._bind(threading.get_ident(), self._index)
+
+    def __enter__(self) -> Participant:
+        self.join()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -36,7 +36,9 @@ from collection.recipe.model import Source
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import dataset_entries
 from collection.run.loop import RunSettings, RunUsageError, SharedRun, Shell, gate_refusal, run_source
-from collection.store.generations import StateLocked, prepare_directory
+from collection.store.generations import StateLocked
+from collection.store.groupsync import Committer, FilesystemSync
+from collection.run.gcpause import paused_gc
 
 DATASET_RECORD = "dataset-run.json"
 DATASET_RECORD_VERSION = 1
@@ -125,8 +127,13 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     transport = shell.transport_for(dataset_run)
     margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
     pacer = Pacer(Politeness(1, WORKER_CAP, margin=margin), gate, fair=True)
-    shared = SharedRun(transport, pacer, sharers=host_sharers(entry.source for entry in chosen))
+    shared = SharedRun(transport, pacer, sharers=host_sharers(entry.source for entry in chosen),
+                       committer=Committer(FilesystemSync.available(), around=paused_gc))
     lock = threading.Lock()
+    # The sources open their state directories (lock, recovery, the predecessor's files) one
+    # at a time: 256 threads doing it at once spent four times the CPU, each taking the
+    # interpreter back from the others after every system call (bench/fleet.py).
+    opening = threading.Lock()
 
     def run_one(entry, participant) -> None:
         def source_log(event, **fields):
@@ -135,18 +142,28 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
 
         run_settings = RunSettings(os.path.join(settings.state_dir, entry.name), resync=settings.resync,
                                    deadline_seconds=settings.deadline_seconds, keep=settings.keep, plan=settings.plan)
+        holding = [True]
+
+        def opened() -> None:
+            if holding[0]:
+                holding[0] = False
+                opening.release()
+
+        def join_clock() -> None:
+            opened()
+            if participant is not None:
+                participant.join()
+
+        opening.acquire()
         try:
-            # Before taking part in the clock: on a virtual clock the sources run one at a
-            # time, and making 256 state directories in turn kept the others waiting on the
-            # disk (bench/fleet.py); made here, every source's are made at once.
-            prepare_directory(run_settings.state_dir)
-        except OSError:
-            pass             # the run meets the same error at its state directory and reports it
-        try:
-            with participant if participant is not None else nullcontext():
+            try:
                 record = run_source(entry.source, run_settings, shell, shared=shared,
-                                    log=source_log if log is not None else None,
+                                    log=source_log if log is not None else None, join_clock=join_clock,
                                     leave_clock=participant.leave if participant is not None else None)
+            finally:
+                opened()
+                if participant is not None:
+                    participant.leave()      # also when it never joined: the others' turns wait for it
             outcome = {"status": RAN, "code": None, "refusals": [], "record": record}
         except RefusedError as exc:
             outcome = _refused(exc.refusals)
@@ -179,6 +196,7 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
         close = getattr(transport, "close", None)
         if close is not None:
             close()
+        shared.committer.close()
 
     sources = []
     for entry in entries:

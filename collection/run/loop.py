@@ -27,7 +27,7 @@ import time
 from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Generator, Mapping
 from urllib.parse import urlsplit
 
 from collection.fetch import budgets as B
@@ -54,6 +54,7 @@ from collection.readers.base import DecodeFailure, Pin, decode
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import register_bytes
 from collection.merge.relation import check_relation_header, scan_relation
+from collection.store.groupsync import Committer, drive
 from collection.store.generations import LEDGER, RELATION, RUN_RECORD, StateDamaged, StateLocked, StateStore
 from collection.merge.states import DEADLINE
 from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
@@ -62,7 +63,6 @@ RECORD_VERSION = 1
 _IDLE_POLL_SECONDS = 0.05     # a worker with nothing to take looks again this much later
 _INLINE_POLL_SECONDS = 1.0    # a dataset source's thread looks again this much later for its workers
 _LOOKAHEAD_PER_WORKER = 4     # choices pulled ahead so workers can pick a ready host
-GENERATION_WRITERS = 4        # a dataset run's generations written at once (SharedRun.writing)
 
 
 class RunUsageError(ValueError):
@@ -110,14 +110,9 @@ class SharedRun:
     transport: Transport
     pacer: Pacer
     sharers: Mapping[str, int] = field(default_factory=dict)
-    # Generations are written GENERATION_WRITERS at a time. Sources sharing origins finish
-    # together (the host's waiters are served in turn), and hundreds of threads writing at
-    # once each wanted the GIL between every write, so the sources still fetching waited
-    # behind all of them for each turn of the clock (bench/fleet.py: the last 10% of a
-    # 256-source replay's turns took a third of its time). A few writers keep the disk busy
-    # (a write spends about two thirds of its time waiting for its six fsyncs, so others
-    # encode meanwhile) beside the fetching instead of in its way.
-    writing: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(GENERATION_WRITERS))
+    # Every source's generation is written by one committer thread, in rounds that share
+    # their syncs (collection/store/groupsync.py). None: each source writes its own.
+    committer: Committer | None = None
 
 
 def gate_refusal(exc: GateUnavailable, gate) -> RefusedError:
@@ -504,12 +499,15 @@ def execute(data: bytes, settings: RunSettings, shell: Shell, *, log=None, progr
 
 
 def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: SharedRun | None = None,
-               log=None, progress_factory=None, leave_clock: Callable[[], None] | None = None) -> dict:
+               log=None, progress_factory=None, join_clock: Callable[[], None] | None = None,
+               leave_clock: Callable[[], None] | None = None) -> dict:
     """One source's run (`execute`'s body). With `shared` it is one source of a dataset run:
     the transport and the pacer are the dataset's, checked and closed by its caller.
-    `leave_clock`: called once the run has read the clock for the last time, before the
-    generation is written (a dataset source's thread leaves the virtual clock there, so its
-    disk writes do not hold up the other sources' turns)."""
+    `join_clock`: called once the state directory is locked and its predecessor read, before
+    the clock is read for the first time; `leave_clock`: once the run has read the clock for
+    the last time, before the generation is written. A dataset source's thread takes part in
+    the virtual clock only in between, so its disk work never runs in a turn that holds up
+    the other sources (on a virtual clock that takes turns, a turn's disk wait is everyone's)."""
     log = log or (lambda event, **fields: None)
     wall_start = time.monotonic()
     refusal = plan_refusal(settings.plan)
@@ -531,7 +529,7 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
         source_lock = gate.source_lock(source.name) if gate is not None else nullcontext()
         with source_lock:
             return _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin,
-                               columns, pages, clock, leave_clock)
+                               columns, pages, clock, join_clock, leave_clock)
     except SourceHeld as exc:
         raise source_held_refusal(exc) from None
     except GateUnavailable as exc:
@@ -539,10 +537,13 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
 
 
 def _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin, columns, pages,
-                clock, leave_clock=None) -> dict:
-    with StateStore(settings.state_dir, keep=settings.keep) as store:
+                clock, join_clock=None, leave_clock=None) -> dict:
+    committer = shared.committer if shared is not None else None
+    with StateStore(settings.state_dir, keep=settings.keep, sync=committer.sync if committer else None) as store:
         predecessor = _read_predecessor(store, columns, resync, log)
         run_number = predecessor.run_number + 1
+        if join_clock is not None:
+            join_clock()
         transport = shared.transport if shared is not None else shell.transport_for(run_number)
         started_mono = clock.monotonic()
         # A replayed recording (or a recording) reports the run's start; else read the clock.
@@ -607,12 +608,14 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             if leave_clock is not None:
                 ended = (clock.wall(), clock.monotonic())
                 leave_clock()
-            # A dataset source waits for its turn to write (it has left the virtual clock, so
-            # it may block): see SharedRun.writing.
-            with shared.writing if shared is not None else nullcontext(), paused_gc():
-                record = _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget,
-                                           budget_exhausted, run_number, resync, started_at, started_mono,
-                                           wall_start, ended, clock, shell, discovery)
+            steps = _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget,
+                                      budget_exhausted, run_number, resync, started_at, started_mono, wall_start,
+                                      ended, clock, shell, discovery)
+            if committer is not None:
+                record = committer.write(steps)     # it has left the virtual clock: it may block
+            else:
+                with paused_gc():
+                    record = drive(steps)
         finally:
             close = getattr(transport, "close", None)
             if close is not None and shared is None:
@@ -621,9 +624,11 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
     return record
 
 
-def _write_generation(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
+def _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
                       run_number, resync, started_at, started_mono, wall_start, ended, clock, shell,
-                      discovery) -> dict:
+                      discovery) -> Generator[str, None, dict]:
+    """Write the run's generation and make it current, as steps (StateStore.commit_steps):
+    yields each directory that must be on the disk before it goes on; returns the record."""
     generation = store.begin()
     try:
         out = generation.open_text(RELATION)
@@ -680,7 +685,7 @@ def _write_generation(store, predecessor, prepared, dispatcher, columns, source,
             record["robots_unreachable"] = [{"origin": origin, "redirect": target}
                                             for origin, target in sorted(unreachable.items())]
         generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))
-        store.commit(generation)
+        yield from store.commit_steps(generation)
     except BaseException:
         generation.abandon()
         raise

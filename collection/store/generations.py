@@ -35,9 +35,10 @@ import shutil
 import stat
 import time
 from dataclasses import dataclass
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, Generator, TextIO
 
 from collection.recipe.refusal import Refusal
+from collection.store.groupsync import FilesystemSync, drive, fsync_directory as _fsync_dir
 
 RELATION = "relation.csv"
 LEDGER = "ledger.csv"
@@ -84,14 +85,6 @@ class StateDamaged(ValueError):
                        "`collection run --resync` sets the damaged generation aside (under "
                        f"{os.path.join(self.directory, SET_ASIDE)}) and starts again",
                        "state directory (GUIDE: State)")
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _generation_number(name: str) -> int | None:
@@ -223,7 +216,8 @@ class Generation:
     def close_text(self, name: str) -> FileDigest:
         raw, sink = self._open.pop(name)
         raw.flush()
-        os.fsync(raw.fileno())
+        if self.store.sync is None:
+            os.fsync(raw.fileno())       # else the sync of the commit's first step covers it
         raw.close()
         digest = FileDigest(sink.sha256.hexdigest(), sink.size)
         self.digests[name] = digest
@@ -243,23 +237,17 @@ class Generation:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def prepare_directory(directory: str) -> None:
-    """Create what every run of a state directory uses and the first run makes (DIR/,
-    DIR/generations/, DIR/lock), where missing. Idempotent, and harmless beside a run that
-    holds the lock: it truncates nothing and takes no lock. A dataset run calls it for every
-    source at once, before the sources take turns on a virtual clock (run/dataset.py)."""
-    os.makedirs(os.path.join(directory, "generations"), exist_ok=True)
-    os.close(os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT, 0o644))
-
-
 class StateStore:
     """One state directory, locked for the lifetime of the object (use as a context manager)."""
 
-    def __init__(self, directory: str, *, keep: int = DEFAULT_KEEP):
+    def __init__(self, directory: str, *, keep: int = DEFAULT_KEEP, sync: FilesystemSync | None = None):
+        """`sync`: files are not fsynced one by one; whoever drives `commit_steps` syncs the
+        filesystem at each step (a dataset run's Committer, collection/store/groupsync.py)."""
         if keep < 1:
             raise ValueError("keep at least one generation")
         self.directory = os.path.abspath(directory)
         self.keep = keep
+        self.sync = sync
         self.generations = os.path.join(self.directory, "generations")
         self._lock_fd: int | None = None
 
@@ -382,22 +370,32 @@ class StateStore:
         self._require_lock()
         number = self.next_number()
         path = os.path.join(self.generations, f"{_TMP_PREFIX}{number:06d}-{os.getpid()}")
+        if self.sync is not None:
+            self.sync.watch(self.generations)
+            self.sync.watch(self.directory)
         os.mkdir(path)
         return Generation(self, number, path)
 
     def commit(self, generation: Generation) -> str:
         """Make `generation` current (atomically), then prune old ones; returns its path."""
+        if self.sync is None:
+            return drive(self.commit_steps(generation))
+        return drive(self.commit_steps(generation), lambda path: self.sync.sync([path]))
+
+    def commit_steps(self, generation: Generation) -> Generator[str, None, str]:
+        """`commit` as steps: yields each directory whose contents must be on the disk before
+        the next step (its driver fsyncs it, or syncs the filesystem: groupsync.py)."""
         self._require_lock()
         if generation._open:
             raise RuntimeError(f"files still open: {sorted(generation._open)}")
-        _fsync_dir(generation.path)
+        yield generation.path
         final = os.path.join(self.generations, generation.name)
         os.rename(generation.path, final)
-        _fsync_dir(self.generations)
+        yield self.generations
         link_tmp = os.path.join(self.directory, f"{_LINK_TMP_PREFIX}{os.getpid()}")
         os.symlink(os.path.join("generations", generation.name), link_tmp)
         os.replace(link_tmp, os.path.join(self.directory, "current"))
-        _fsync_dir(self.directory)
+        yield self.directory
         generation.path = final
         self.prune()
         return final
