@@ -248,6 +248,11 @@ class StateStore:
         self.directory = os.path.abspath(directory)
         self.keep = keep
         self.sync = sync
+        # While the lock is held nothing else changes DIR: the finished generations' numbers
+        # and the highest set-aside one are read once, not listed again at every step
+        # (None: not known yet).
+        self._held: list[int] | None = None
+        self._aside_max: int | None = None
         self.generations = os.path.join(self.directory, "generations")
         self._lock_fd: int | None = None
 
@@ -273,6 +278,7 @@ class StateStore:
         self.recover()
 
     def release(self) -> None:
+        self._held = self._aside_max = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)     # closing drops the flock
             self._lock_fd = None
@@ -296,11 +302,15 @@ class StateStore:
 
     def next_number(self) -> int:
         """The number the next generation gets (set-aside ones included, so none repeats)."""
-        numbers = self._numbers()
-        aside = os.path.join(self.directory, SET_ASIDE)
-        if os.path.isdir(aside):
-            numbers += [int(m.group(0)) for m in (re.match(r"[0-9]{6,}", n) for n in os.listdir(aside)) if m]
-        return max(numbers, default=0) + 1
+        if self._aside_max is None or self._lock_fd is None:
+            aside = os.path.join(self.directory, SET_ASIDE)
+            names = os.listdir(aside) if os.path.isdir(aside) else []
+            found = [int(m.group(0)) for m in (re.match(r"[0-9]{6,}", n) for n in names) if m]
+            aside_max = max(found, default=0)
+            if self._lock_fd is None:
+                return max(self._numbers() + [aside_max], default=0) + 1
+            self._aside_max = aside_max
+        return max(self._numbers() + [self._aside_max], default=0) + 1
 
     def set_aside(self, damage: Exception) -> str | None:
         """Move the damaged current generation (or a `current` that is not a symlink) to
@@ -322,11 +332,14 @@ class StateStore:
         elif os.path.lexists(link):
             moved = os.path.join(aside, f"current-{stamp}")
             os.rename(link, moved)
+        self._held = self._aside_max = None
         _fsync_dir(aside)
         _fsync_dir(self.directory)
         return moved
 
     def _numbers(self) -> list[int]:
+        if self._held is not None and self._lock_fd is not None:
+            return list(self._held)
         found = []
         for name in os.listdir(self.generations):
             number = _generation_number(name)
@@ -352,6 +365,7 @@ class StateStore:
         # generations may be all that is left of the history, so none is removed here
         foreign = (current == "" or (current is not None and current_number is None)
                    or (current is None and os.path.isdir(os.path.join(self.directory, SET_ASIDE))))
+        held = []
         for name in os.listdir(self.generations):
             path = os.path.join(self.generations, name)
             number = _generation_number(name)
@@ -360,6 +374,9 @@ class StateStore:
             if name.startswith(_TMP_PREFIX) or never_current:
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(os.path.join("generations", name))
+            elif number is not None:
+                held.append(number)
+        self._held = sorted(held)
         if removed:
             _fsync_dir(self.generations)
             _fsync_dir(self.directory)
@@ -391,25 +408,31 @@ class StateStore:
         yield generation.path
         final = os.path.join(self.generations, generation.name)
         os.rename(generation.path, final)
+        if self._held is not None:
+            self._held = sorted({*self._held, generation.number})
         yield self.generations
         link_tmp = os.path.join(self.directory, f"{_LINK_TMP_PREFIX}{os.getpid()}")
         os.symlink(os.path.join("generations", generation.name), link_tmp)
         os.replace(link_tmp, os.path.join(self.directory, "current"))
         yield self.directory
         generation.path = final
-        self.prune()
+        self.prune(generation.number)
         return final
 
-    def prune(self) -> list[int]:
-        """Keep the newest `keep` generations (the current one always)."""
-        current = self.current()
-        if current is None:
-            return []
-        current_number = _generation_number(os.path.basename(current)) if current else None
+    def prune(self, current_number: int | None = None) -> list[int]:
+        """Keep the newest `keep` generations (the current one always). `current_number`: the
+        generation just made current (else `current` is read)."""
+        if current_number is None:
+            current = self.current()
+            if current is None:
+                return []
+            current_number = _generation_number(os.path.basename(current))
         numbers = self._numbers()
         doomed = [n for n in numbers[:-self.keep] if n != current_number]
         for number in doomed:
             shutil.rmtree(os.path.join(self.generations, f"{number:06d}"), ignore_errors=True)
+        if self._held is not None:
+            self._held = [n for n in self._held if n not in doomed]
         if doomed:
             _fsync_dir(self.generations)
         return doomed

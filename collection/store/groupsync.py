@@ -106,14 +106,14 @@ class FilesystemSync:
         with self._lock:
             for device in sorted(devices):
                 if self._failure is not None:
-                    raise self._failure
+                    raise OSError(self._failure.errno, self._failure.strerror, self._failure.filename)
                 if device not in self._fds:
                     raise RuntimeError(f"{paths}: a filesystem was not watched before writing")
                 fd, where = self._fds[device]
                 if self._syncfs(fd) != 0:
                     error = ctypes.get_errno()
                     self._failure = OSError(error, f"syncfs: {os.strerror(error)}", where)
-                    raise self._failure
+                    raise OSError(error, self._failure.strerror, where)
 
     def close(self) -> None:
         with self._lock:
