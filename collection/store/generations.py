@@ -17,6 +17,8 @@ shell, DuckDB or a transform can open directly, and replacing a symlink with
 Writing a generation (GUIDE, "State"): files go to a temporary directory, each is
 fsynced, the directory is fsynced and renamed to its final number, the parent is fsynced,
 a new symlink is made beside `current` and `os.replace`d onto it, and DIR is fsynced.
+(`commit_steps` yields at each of those syncs; a dataset run's committer makes one syncfs
+stand for every source's fsync at that step: collection/store/groupsync.py.)
 A kill at any instant therefore leaves `current` naming the old generation or the new
 one, never a mix. Recovery (under the lock, at the start of every run) removes what a
 killed run left: temporary directories, a half-made symlink, and finished generations
