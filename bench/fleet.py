@@ -15,6 +15,7 @@
    same run: the median ratio and its spread.
 
     .venv/bin/python bench/fleet.py [--pages 30] [--processes 3] [--dataset-sources 256] [--rounds 5]
+                                    [--dataset-pages 20] [--skip-fleet] [--state-root DIR]
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def round_trip(rounds: int) -> float:
         return statistics.median(times)
 
 
-def replay(work: str, name: str, recipe: str, fixture: str) -> tuple[float, int, float]:
+def replay(work: str, name: str, recipe: str, fixture: str, states: str) -> tuple[float, int, float]:
     """One `collection run --replay` in its own process and a fresh state directory: its wall
     time (the process's, start-up and fixture loading included), exit code and peak RSS (MiB)."""
     script = ("import resource, subprocess, sys, time\n"
@@ -137,7 +138,7 @@ def replay(work: str, name: str, recipe: str, fixture: str) -> tuple[float, int,
               "sys.stderr.write(done.stderr.decode()[-2000:])\n"
               "print(done.returncode, wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
     out = subprocess.run([sys.executable, "-c", script, sys.executable, "-m", "collection", "run", recipe, "--state",
-                          os.path.join(work, f"state-{name}"), "--replay", fixture, "--json"],
+                          os.path.join(states, f"state-{name}"), "--replay", fixture, "--json"],
                          cwd=ROOT, capture_output=True, text=True)
     code, wall, rss_kib = out.stdout.split()
     if code != "0":
@@ -145,7 +146,24 @@ def replay(work: str, name: str, recipe: str, fixture: str) -> tuple[float, int,
     return float(wall), int(code), int(rss_kib) / 1024
 
 
-def replays(work: str, sources: int, per: int, rounds: int) -> None:
+def create_cost(where: str, count: int = 2048) -> float:
+    """Microseconds to create an empty file in `where`, the median of `count` creates: what one
+    of a dataset's 2,048 first-run inodes (8 per source) costs on this filesystem now. On an
+    ext4 without a journal (this machine's) it moves from about 15 us to over 200 us for some
+    minutes after many files near it were deleted (the allocator steps over inodes freed in the
+    last few minutes), and the dataset replay with it. The files are left for the bench's
+    clean-up: deleting them here would slow what follows."""
+    probe = os.path.join(where, f"create-probe-{time.monotonic_ns()}")
+    os.makedirs(probe, exist_ok=True)
+    times = []
+    for n in range(count):
+        started = time.perf_counter()
+        os.close(os.open(os.path.join(probe, f"f{n}"), os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644))
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1e6
+
+
+def replays(work: str, sources: int, per: int, rounds: int, state_root: str | None = None) -> None:
     """The dataset replay beside the single-source one, `rounds` times each, alternating
     (single, dataset, dataset, single, ...) so that both meet the same load on the machine;
     each round's ratio is taken within the round. State directories are kept until the end: a
@@ -169,13 +187,17 @@ def replays(work: str, sources: int, per: int, rounds: int) -> None:
         recipes[name] = os.path.join(work, f"{name}.json")
         with open(recipes[name], "wb") as handle:
             handle.write(body)
+    states = state_root or work
+    before = create_cost(states)
     runs: dict[str, list[tuple[float, int, float]]] = {"single": [], "dataset": []}
     for n in range(rounds):
         # single then dataset, then the other way round: neither always runs second
         for name in ("single", "dataset") if n % 2 == 0 else ("dataset", "single"):
-            runs[name].append(replay(work, f"{name}-{n}", recipes[name], fixture))
+            runs[name].append(replay(work, f"{name}-{n}", recipes[name], fixture, states))
     count = len(every)
-    print(f"replay on the virtual clock: {count} pages, {rounds} rounds of one source and {sources} sources")
+    print(f"replay on the virtual clock: {count} pages, {rounds} rounds of one source and {sources} sources; "
+          f"state directories in {states}, where creating a file took {before:.0f} us before the rounds "
+          f"and {create_cost(states, 256):.0f} us after them (median)")
     for name, label in (("single", "one source over 8 origins"), ("dataset", f"{sources} sources over 16 origins")):
         rates = [count / wall for wall, _, _ in runs[name]]
         print(f"  {label}: {statistics.median(rates):.0f} pages/s median ({', '.join(f'{r:.0f}' for r in rates)}; "
@@ -196,8 +218,12 @@ def main() -> int:
     parser.add_argument("--dataset-pages", type=int, default=20, help="pages per source in the dataset replay")
     parser.add_argument("--rounds", type=int, default=5, help="alternating replays of each kind")
     parser.add_argument("--skip-fleet", action="store_true")
+    parser.add_argument("--state-root", help="make the replays' state directories under this directory (for "
+                        "instance a tmpfs such as /dev/shm, to measure the runs without the disk's file creation); "
+                        "default: the bench's temporary directory")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-fleet-")
+    state_root = tempfile.mkdtemp(prefix="bench-fleet-state-", dir=args.state_root) if args.state_root else None
     redis = RedisServer(work).start()
     try:
         print("gate cost per request (median of 2000 leases: acquire + sent + release) beside an HTTPS round trip")
@@ -225,10 +251,12 @@ def main() -> int:
                 print(f"  smallest gap at one origin {result['smallest_gap']:.4f} s (floor 1 s); "
                       f"peak in flight at one origin {result['peak_in_flight']} (cap 2)")
 
-        replays(work, args.dataset_sources, args.dataset_pages, args.rounds)
+        replays(work, args.dataset_sources, args.dataset_pages, args.rounds, state_root)
     finally:
         redis.stop()
         shutil.rmtree(work, ignore_errors=True)
+        if state_root:
+            shutil.rmtree(state_root, ignore_errors=True)
     return 0
 
 
