@@ -208,3 +208,25 @@ def test_the_state_store_lists_its_generations_once_while_it_holds_the_lock(tmp_
     monkeypatch.undo()
     assert sorted(os.listdir(tmp_path / "generations")) == ["000003", "000004"]
     assert _read(tmp_path) == "relation.csv:4\n"
+
+
+def test_a_write_whose_round_breaks_unexpectedly_fails_and_the_committer_goes_on(tmp_path):
+    """A defect while making a round durable (here a directory nobody watched) must end the
+    writes of that round with the error, never leave their sources waiting on a dead thread;
+    the next write is committed."""
+    sync = FilesystemSync.available() if sys.platform.startswith("linux") else None
+    committer = Committer(sync)
+    store = StateStore(str(tmp_path / "s"), sync=sync)
+    store.acquire()
+
+    def broken():
+        yield str(tmp_path / "never-watched") if sync is not None else str(tmp_path / "missing")
+        return "unreachable"
+
+    (tmp_path / "never-watched").mkdir()
+    with pytest.raises((RuntimeError, OSError)):
+        committer.write(broken())
+    path = committer.write(_generation(store, "after"))
+    committer.close()
+    assert path == current_generation(store.directory) and _read(store.directory) == "relation.csv:after\n"
+    store.release()

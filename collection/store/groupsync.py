@@ -175,11 +175,16 @@ class Committer:
                     return                   # closed, and nothing left to write
                 active.extend(self._arrived)
                 self._arrived.clear()
-            for item in active:
-                self._advance(item)
-            active = [item for item in active if not item.done.is_set()]
-            if active:
-                self._make_durable(active)
+            try:
+                for item in active:
+                    self._advance(item)
+                active = [item for item in active if not item.done.is_set()]
+                if active:
+                    self._make_durable(active)
+            except BaseException as exc:    # noqa: BLE001 - a writer must never wait for a thread that died
+                for item in active:
+                    _fail(item, exc)
+                active = []
 
     def _advance(self, item: _Write, error: BaseException | None = None) -> None:
         try:
@@ -206,15 +211,24 @@ class Committer:
             else:
                 for path in dict.fromkeys(paths):
                     fsync_directory(path)
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:
             # every write of the round is told, abandons its generation and ends with the error
             for item in active:
                 self._advance(item, exc)
-                if not item.done.is_set():
-                    item.steps.close()
-                    item.error = exc
-                    item.done.set()
+                _fail(item, exc)
             active.clear()
+
+
+def _fail(item: _Write, exc: BaseException) -> None:
+    """End a write that has not ended with `exc` (its generation abandoned as it closes)."""
+    if item.done.is_set():
+        return
+    try:
+        item.steps.close()
+    except BaseException:               # noqa: BLE001 - the error to report is `exc`
+        pass
+    item.error = exc
+    item.done.set()
 
 
 class _NoContext:
