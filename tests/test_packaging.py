@@ -347,3 +347,25 @@ def test_the_fleet_gate_works_from_the_pyz(built, tmp_path, workdir, loopback, r
     import redis
 
     assert redis.Redis.from_url(redis_server.url).exists("collection:gate:{a.example.com}") == 1
+
+
+def test_a_dataset_runs_from_the_pyz_and_commits_with_syncfs(built, tmp_path, workdir):
+    """Group commit rides in the pyz (collection/store/groupsync.py reaches libc's syncfs
+    through ctypes): a dataset of three sources replays from the one file, and on Linux >= 5.8
+    the syncfs path, not the fsync fallback, is the one taken."""
+    from dataset_kit import dataset_doc, fixture_for, pages, source_doc
+
+    urls = {name: pages(f"{host}.example.com", name, 2) for name, host in (("x", "a"), ("y", "a"), ("z", "b"))}
+    (workdir / "dataset.json").write_bytes(dataset_doc("pyz", *(source_doc(n, u) for n, u in urls.items())))
+    (workdir / "fixture.json").write_text(json.dumps(fixture_for([u for us in urls.values() for u in us])))
+    res = run_pyz(sys.executable, built[0], ["run", "dataset.json", "--state", str(tmp_path / "state"),
+                                             "--replay", "fixture.json", "--json"], tmp_path / "pex_root", workdir)
+    assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
+    assert json.loads(res.stdout)["counts"]["ran"] == 3
+    for name in urls:
+        assert (tmp_path / "state" / name / "current" / "relation.csv").read_text().count("\n") == 3
+    code = "from collection.store.groupsync import FilesystemSync; print(FilesystemSync.available() is not None)"
+    res = run_pyz(sys.executable, built[0], ["-c", code], tmp_path / "pex_root", workdir, {"PEX_INTERPRETER": "1"})
+    release = tuple(int(p) for p in os.uname().release.split("-")[0].split(".")[:2])
+    expected = sys.platform.startswith("linux") and release >= (5, 8)
+    assert res.returncode == 0 and res.stdout.strip() == str(expected), res.stderr
