@@ -110,3 +110,33 @@ def test_writing_needs_the_lock(tmp_path):
     store = StateStore(str(tmp_path))
     with pytest.raises(RuntimeError):
         store.begin()
+
+
+def test_a_failed_fsync_abandons_the_generation_and_keeps_current(tmp_path):
+    """A directory that cannot be made durable during commit: the error reaches the caller, the
+    half-made generation is removed at once (not when it is garbage-collected) and `current`
+    still names the previous generation."""
+    from collection.store.groupsync import drive
+
+    def steps(store, text):
+        generation = store.begin()
+        try:
+            sink = generation.open_text("relation.csv")
+            sink.write(text)
+            generation.close_text("relation.csv")
+            return (yield from store.commit_steps(generation))
+        except BaseException:
+            generation.abandon()
+            raise
+
+    def failing(path):
+        raise OSError(5, "Input/output error", path)
+
+    with StateStore(str(tmp_path)) as store:
+        first = drive(steps(store, "one"))
+        second = steps(store, "two")       # held, as a committer holds the writes it drives
+        with pytest.raises(OSError, match="Input/output"):
+            drive(second, failing)
+        assert second.gi_frame is None                 # the write ended, not merely left suspended
+        assert [n for n in os.listdir(tmp_path / "generations") if n.startswith(".tmp-")] == []
+        assert current_generation(str(tmp_path)) == first

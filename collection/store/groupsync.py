@@ -4,8 +4,8 @@
 A single run makes its generation durable with six fsyncs: its three files, the generation's
 directory before the rename, `generations/` after it, and DIR after the pointer switch. The
 sources of a dataset finish together (an origin's waiters are served in turn, so its sources
-end within one round of each other), and 256 of them writing at once cost a dataset replay a
-fifth of its time beyond the single-source one (bench/fleet.py): 1,536 fsyncs, each a round
+end within one round of each other), and 256 of them writing at once were most of what a
+dataset replay took beyond the single-source one (bench/fleet.py): 1,536 fsyncs, each a round
 trip to the disk, and hundreds of threads each taking the interpreter back from the others
 after every system call.
 
@@ -50,11 +50,16 @@ def fsync_directory(path: str) -> None:
 
 
 def drive(steps: Generator[str, None, Any], durable: Callable[[str], None] = fsync_directory) -> Any:
-    """Run one write alone: make each directory it yields durable, return what it returns."""
+    """Run one write alone: make each directory it yields durable, return what it returns. A
+    failure to make one durable is raised inside the write, which abandons its generation."""
     try:
         path = next(steps)
         while True:
-            durable(path)
+            try:
+                durable(path)
+            except BaseException as exc:
+                path = steps.throw(exc)
+                continue
             path = steps.send(None)
     except StopIteration as done:
         return done.value
