@@ -230,3 +230,38 @@ def test_a_write_whose_round_breaks_unexpectedly_fails_and_the_committer_goes_on
     committer.close()
     assert path == current_generation(store.directory) and _read(store.directory) == "relation.csv:after\n"
     store.release()
+
+
+def test_a_source_that_ends_without_writing_leaves_no_generation_begun_for_it(tmp_path, monkeypatch):
+    """A dataset's committer begins each source's generation (its directory and empty files)
+    while the source fetches. A source that then fails before writing (here its discovery
+    raises) must leave its state directory as it was: no `.tmp-` generation, no `current`;
+    the source beside it is written whole. Against a real replay of two sources."""
+    import json as json_
+
+    from dataset_kit import dataset_doc, fixture_for, pages, source_doc
+
+    import collection.run.loop as loop
+    from collection.commands.run import build_shell
+    from collection.run.dataset import DatasetSettings, execute_dataset
+
+    ok, bad = pages("a.example.com", "ok", 3), pages("b.example.com", "bad", 3)
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json_.dumps(fixture_for(ok + bad)))
+    real = loop._discover
+
+    def discover(source, fetcher, log):
+        if source.name == "bad":
+            raise RuntimeError("a defect in discovery")
+        return real(source, fetcher, log)
+
+    monkeypatch.setattr(loop, "_discover", discover)
+    shell = build_shell(replay=str(fixture), record=None, ca_bundle=None, resolve=(), token=None, info_url=None)
+    state = tmp_path / "state"
+    record = execute_dataset(dataset_doc("two", source_doc("ok", ok), source_doc("bad", bad)),
+                             DatasetSettings(str(state)), shell)
+    verdicts = {s["name"]: s["status"] for s in record["sources"]}
+    assert verdicts == {"ok": "ran", "bad": "error"}
+    assert os.listdir(state / "bad" / "generations") == [] and not os.path.lexists(state / "bad" / "current")
+    assert os.listdir(state / "ok" / "generations") == ["000001"]
+    assert _read(state / "ok").count("\n") == 4

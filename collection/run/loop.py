@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections import deque
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Mapping
 from urllib.parse import urlsplit
@@ -54,8 +54,8 @@ from collection.readers.base import DecodeFailure, Pin, decode
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import register_bytes
 from collection.merge.relation import check_relation_header, scan_relation
-from collection.store.groupsync import Committer, drive
-from collection.store.generations import LEDGER, RELATION, RUN_RECORD, StateDamaged, StateLocked, StateStore
+from collection.store.groupsync import Committer, Early, drive
+from collection.store.generations import FILES as GENERATION_FILES, LEDGER, RELATION, RUN_RECORD, StateDamaged, StateLocked, StateStore
 from collection.merge.states import DEADLINE
 from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
 
@@ -539,9 +539,16 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
 def _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin, columns, pages,
                 clock, join_clock=None, leave_clock=None) -> dict:
     committer = shared.committer if shared is not None else None
-    with StateStore(settings.state_dir, keep=settings.keep, sync=committer.sync if committer else None) as store:
+    with StateStore(settings.state_dir, keep=settings.keep, sync=committer.sync if committer else None) as store, \
+            ExitStack() as on_exit:
         predecessor = _read_predecessor(store, columns, resync, log)
         run_number = predecessor.run_number + 1
+        early = None
+        if committer is not None:
+            # the committer makes the generation's directory and files while this source fetches;
+            # a run that ends without writing removes them (before the lock is let go)
+            early = committer.early(lambda: store.begin(GENERATION_FILES))
+            on_exit.callback(early.discard)
         if join_clock is not None:
             join_clock()
         transport = shared.transport if shared is not None else shell.transport_for(run_number)
@@ -610,7 +617,7 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                 leave_clock()
             steps = _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget,
                                       budget_exhausted, run_number, resync, started_at, started_mono, wall_start,
-                                      ended, clock, shell, discovery)
+                                      ended, clock, shell, discovery, early)
             if committer is not None:
                 record = committer.write(steps)     # it has left the virtual clock: it may block
             else:
@@ -626,10 +633,11 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
 
 def _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
                       run_number, resync, started_at, started_mono, wall_start, ended, clock, shell,
-                      discovery) -> Generator[str, None, dict]:
+                      discovery, early: Early | None = None) -> Generator[str, None, dict]:
     """Write the run's generation and make it current, as steps (StateStore.commit_steps):
-    yields each directory that must be on the disk before it goes on; returns the record."""
-    generation = store.begin()
+    yields each directory that must be on the disk before it goes on; returns the record.
+    `early`: the generation the committer began while the source fetched."""
+    generation = early.take() if early is not None else store.begin()
     try:
         out = generation.open_text(RELATION)
         if predecessor.relation_path is not None:

@@ -203,6 +203,7 @@ class Generation:
         self.path = path
         self.digests: dict[str, FileDigest] = {}
         self._open: dict[str, tuple[BinaryIO, _HashingFile]] = {}
+        self._made: set[str] = set()      # files begin() created empty, before there was anything to write
 
     @property
     def name(self) -> str:
@@ -210,7 +211,8 @@ class Generation:
 
     def open_text(self, name: str) -> TextIO:
         """A write-only text sink for `name`; `close_text` fsyncs it and records its digest."""
-        raw = open(os.path.join(self.path, name), "xb")
+        raw = open(os.path.join(self.path, name), "wb" if name in self._made else "xb")
+        self._made.discard(name)
         sink = _HashingFile(raw)
         self._open[name] = (raw, sink)
         return sink  # type: ignore[return-value]
@@ -385,7 +387,10 @@ class StateStore:
         return removed
 
     # --- writing ----------------------------------------------------------------------------
-    def begin(self) -> Generation:
+    def begin(self, files: tuple[str, ...] = ()) -> Generation:
+        """A new generation's temporary directory, with `files` created empty in it: a dataset
+        run makes them while its sources fetch (groupsync.Committer.early), so that creating
+        them, which a filesystem may make slow, is not left to the end."""
         self._require_lock()
         number = self.next_number()
         path = os.path.join(self.generations, f"{_TMP_PREFIX}{number:06d}-{os.getpid()}")
@@ -393,7 +398,15 @@ class StateStore:
             self.sync.watch(self.generations)
             self.sync.watch(self.directory)
         os.mkdir(path)
-        return Generation(self, number, path)
+        generation = Generation(self, number, path)
+        try:
+            for name in files:
+                os.close(os.open(os.path.join(path, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                generation._made.add(name)
+        except BaseException:
+            generation.abandon()
+            raise
+        return generation
 
     def commit(self, generation: Generation) -> str:
         """Make `generation` current (atomically), then prune old ones; returns its path."""

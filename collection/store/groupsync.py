@@ -137,6 +137,42 @@ class _Write:
         self.done = threading.Event()
 
 
+class Early:
+    """A generation begun by the committer while its source still fetches (`Committer.early`):
+    its directory and empty files made off the critical path. The write takes it; a run that
+    ends without writing discards it."""
+
+    def __init__(self, begin: Callable[[], Any]):
+        self._begin = begin
+        self.generation: Any = None
+        self.error: BaseException | None = None
+        self.taken = False
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.generation = self._begin()
+        except BaseException as exc:        # noqa: BLE001 - the write re-raises it
+            self.error = exc
+        self.done.set()
+
+    def take(self) -> Any:
+        """The generation (in the committer's thread, which ran `run` before any write that
+        was handed to it later)."""
+        self.done.wait()
+        self.taken = True
+        if self.error is not None:
+            raise self.error
+        return self.generation
+
+    def discard(self) -> None:
+        """Remove the generation unless a write took it (any thread; waits for `run`)."""
+        self.done.wait()
+        if not self.taken and self.generation is not None:
+            self.taken = True
+            self.generation.abandon()
+
+
 class Committer:
     """One thread that writes every generation handed to it, in rounds (module docstring)."""
 
@@ -145,9 +181,21 @@ class Committer:
         self._around = around               # a context for each step (run/gcpause.paused_gc)
         self._cond = threading.Condition()
         self._arrived: deque[_Write] = deque()
+        self._early: deque[Early] = deque()
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="collection-committer", daemon=True)
         self._thread.start()
+
+    def early(self, begin: Callable[[], Any]) -> Early:
+        """Run `begin` (a StateStore.begin) soon, before the writes that arrive after this call:
+        while the sources fetch, the committer has nothing else to do."""
+        item = Early(begin)
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the committer is closed")
+            self._early.append(item)
+            self._cond.notify()
+        return item
 
     def write(self, steps: Generator[str, None, Any]) -> Any:
         """Run `steps` to its end among the others; its return value, or what it raised."""
@@ -174,12 +222,16 @@ class Committer:
         active: list[_Write] = []
         while True:
             with self._cond:
-                while not self._arrived and not active and not self._closed:
+                while not self._arrived and not self._early and not active and not self._closed:
                     self._cond.wait()
-                if not self._arrived and not active:
+                if not self._arrived and not self._early and not active:
                     return                   # closed, and nothing left to write
+                early = list(self._early)
+                self._early.clear()
                 active.extend(self._arrived)
                 self._arrived.clear()
+            for item in early:              # before any write, which may take what it makes
+                item.run()
             try:
                 for item in active:
                     self._advance(item)
