@@ -55,7 +55,8 @@ from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import register_bytes
 from collection.merge.relation import check_relation_header, scan_relation
 from collection.store.groupsync import Committer, Early, drive
-from collection.store.generations import FILES as GENERATION_FILES, LEDGER, RELATION, RUN_RECORD, StateDamaged, StateLocked, StateStore
+from collection.store.generations import (FILES as GENERATION_FILES, LEDGER, RELATION, RUN_RECORD, StateDamaged,
+                                         StateLocked, StateStore)
 from collection.merge.states import DEADLINE
 from collection.fetch.transport import DEFAULT_TOKEN, Transport, header_value
 
