@@ -189,26 +189,23 @@ class Committer:
     def early(self, begin: Callable[[], Any]) -> Early:
         """Run `begin` (a StateStore.begin) soon, before the writes that arrive after this call:
         while the sources fetch, the committer has nothing else to do."""
-        item = Early(begin)
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the committer is closed")
-            self._early.append(item)
-            self._cond.notify()
-        return item
+        return self._hand_over(self._early, Early(begin))
 
     def write(self, steps: Generator[str, None, Any]) -> Any:
         """Run `steps` to its end among the others; its return value, or what it raised."""
-        item = _Write(steps)
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the committer is closed")
-            self._arrived.append(item)
-            self._cond.notify()
+        item = self._hand_over(self._arrived, _Write(steps))
         item.done.wait()
         if item.error is not None:
             raise item.error
         return item.result
+
+    def _hand_over(self, queue: deque, item):
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the committer is closed")
+            queue.append(item)
+            self._cond.notify()
+        return item
 
     def close(self) -> None:
         with self._cond:
