@@ -21,7 +21,6 @@ import json
 import os
 import threading
 from collections import Counter
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Iterable
 from urllib.parse import urlsplit
@@ -142,11 +141,12 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
 
         run_settings = RunSettings(os.path.join(settings.state_dir, entry.name), resync=settings.resync,
                                    deadline_seconds=settings.deadline_seconds, keep=settings.keep, plan=settings.plan)
-        holding = [True]
+        holding = True
 
         def opened() -> None:
-            if holding[0]:
-                holding[0] = False
+            nonlocal holding
+            if holding:
+                holding = False
                 opening.release()
 
         def join_clock() -> None:

@@ -38,6 +38,7 @@ import os
 import sys
 import threading
 from collections import deque
+from contextlib import nullcontext
 from typing import Any, Callable, Generator, Iterable
 
 
@@ -242,7 +243,7 @@ class Committer:
 
     def _advance(self, item: _Write, error: BaseException | None = None) -> None:
         try:
-            with self._around() if self._around is not None else _NoContext():
+            with self._around() if self._around is not None else nullcontext():
                 if error is not None:
                     item.waiting_on = item.steps.throw(error)
                 elif item.started:
@@ -283,11 +284,3 @@ def _fail(item: _Write, exc: BaseException) -> None:
         pass
     item.error = exc
     item.done.set()
-
-
-class _NoContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
