@@ -265,3 +265,210 @@ def test_a_source_that_ends_without_writing_leaves_no_generation_begun_for_it(tm
     assert os.listdir(state / "bad" / "generations") == [] and not os.path.lexists(state / "bad" / "current")
     assert os.listdir(state / "ok" / "generations") == ["000001"]
     assert _read(state / "ok").count("\n") == 4
+
+
+# --- tests for faults written from the specification alone (bench/faults_group_commit.json) ---
+
+def _committed(store, text):
+    return drive(_generation(store, text))
+
+
+def test_current_never_goes_missing_or_dangling_while_it_is_switched(tmp_path, monkeypatch):
+    """docs/run.md: a symlink is made beside `current` and os.replace'd onto it, then old
+    generations are pruned. At every link made or replaced during a commit, `current` still
+    names a whole generation (not unlinked first, not pruned before the switch), even with
+    --keep 1. Faults: switch-unlink-then-symlink, prune-before-switch."""
+    seen: list[bool] = []
+    real_symlink, real_replace = os.symlink, os.replace
+    current = tmp_path / "current"
+
+    def watch(real):
+        def call(*args, **kwargs):
+            seen.append(os.path.exists(current / "relation.csv"))
+            return real(*args, **kwargs)
+        return call
+
+    with StateStore(str(tmp_path), keep=1) as store:
+        _committed(store, "0")
+        monkeypatch.setattr(os, "symlink", watch(real_symlink))
+        monkeypatch.setattr(os, "replace", watch(real_replace))
+        for n in range(1, 6):
+            _committed(store, str(n))
+    monkeypatch.undo()
+    assert len(seen) == 10 and all(seen), seen
+    assert os.listdir(tmp_path / "generations") == ["000006"] and _read(tmp_path) == "relation.csv:5\n"
+
+
+def test_a_dataset_keeps_keep_generations_per_source(tmp_path):
+    """--keep applies to every source of a dataset as to a single run: after four dataset
+    runs with --keep 2, each source holds its two newest generations. Fault:
+    dataset-path-never-prunes."""
+    import json as json_
+
+    from dataset_kit import dataset_doc, fixture_for, pages, source_doc
+
+    from collection.commands.run import build_shell
+    from collection.run.dataset import DatasetSettings, execute_dataset
+
+    urls = {"x": pages("a.example.com", "x", 2), "y": pages("a.example.com", "y", 2)}
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json_.dumps(fixture_for(urls["x"] + urls["y"])))
+    data = dataset_doc("keep", *(source_doc(n, u) for n, u in urls.items()))
+    for _ in range(4):
+        shell = build_shell(replay=str(fixture), record=None, ca_bundle=None, resolve=(), token=None, info_url=None)
+        record = execute_dataset(data, DatasetSettings(str(tmp_path / "state"), keep=2), shell)
+        assert record["counts"]["ran"] == 2
+    for name in urls:
+        assert sorted(os.listdir(tmp_path / "state" / name / "generations")) == ["000003", "000004"]
+
+
+@pytest.mark.parametrize("release, usable", [("5.15.0-91-generic", True), ("5.8.0", True), ("6.1.0", True),
+                                             ("5.7.19", False), ("5.4.0-150-generic", False), ("4.19.0", False)])
+def test_syncfs_is_trusted_from_linux_5_8_on(monkeypatch, release, usable):
+    """Kernel releases compare as numbers: 5.15 is after 5.8. Fault:
+    kernel-version-string-compare. (The release is faked: the machine has one kernel.)"""
+    from collection.store import groupsync
+
+    real = os.uname()
+    fake = os.uname_result((real.sysname, real.nodename, release, real.version, real.machine))
+    monkeypatch.setattr(groupsync.os, "uname", lambda: fake)
+    monkeypatch.setattr(groupsync.sys, "platform", "linux")
+    assert (groupsync._syncfs_function() is not None) == usable
+
+
+def test_without_a_syncfs_symbol_the_fsync_path_is_taken(monkeypatch):
+    """A libc without syncfs (or one ctypes cannot load) means the fsync fallback, never an
+    error out of a commit. Fault: missing-syncfs-crashes."""
+    from collection.store import groupsync
+
+    class NoSyncfs:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __getattr__(self, name):
+            raise AttributeError(name)
+
+    monkeypatch.setattr(groupsync.ctypes, "CDLL", NoSyncfs)
+    assert groupsync._syncfs_function() is None and FilesystemSync.available() is None
+    monkeypatch.setattr(groupsync.ctypes, "CDLL", lambda *a, **k: (_ for _ in ()).throw(OSError("no libc")))
+    assert FilesystemSync.available() is None
+
+
+def _syncfs_failing_at(calls: set[int]):
+    """The real syncfs, except that its n-th calls (1-based) in `calls` report EIO."""
+    real = _syncfs_function()
+    count = [0]
+
+    def syncfs(fd: int) -> int:
+        count[0] += 1
+        if count[0] in calls:
+            ctypes.set_errno(errno.EIO)
+            return -1
+        return real(fd)
+    return syncfs
+
+
+def _three_in_one_round(committer: Committer, writes) -> list:
+    """Hand `writes` over together, so the committer takes them in one round."""
+    from collection.store.groupsync import _Write
+
+    items = [_Write(w) for w in writes]
+    with committer._cond:
+        committer._arrived.extend(items)
+        committer._cond.notify()
+    for item in items:
+        item.done.wait()
+    return items
+
+
+@needs_syncfs
+def test_a_failed_sync_stops_every_write_of_its_round_at_that_step(tmp_path):
+    """docs/running-many-sources.md: a failed sync fails every source whose write was waiting
+    for it. No write of the round goes on to rename its generation. Fault:
+    sync-failure-fails-only-first."""
+    sync = FilesystemSync(_syncfs_failing_at({1}))
+    stores = [StateStore(str(tmp_path / f"s{n}"), sync=sync) for n in range(3)]
+    for store in stores:
+        store.acquire()
+    committer = Committer(sync)
+    items = _three_in_one_round(committer, [_generation(store, "x") for store in stores])
+    committer.close()
+    assert all(isinstance(item.error, OSError) for item in items)
+    for store in stores:
+        assert os.listdir(store.generations) == [] and current_generation(store.directory) is None
+        store.release()
+
+
+@needs_syncfs
+def test_a_sync_that_failed_once_fails_every_later_write_of_the_run(tmp_path):
+    """A page lost in a failed sync may have been any source's, and the error is reported
+    once: a write handed over after the failure fails too, even though the next syncfs
+    call would report nothing. Fault: sync-failure-not-sticky."""
+    sync = FilesystemSync(_syncfs_failing_at({1}))
+    first, later = (StateStore(str(tmp_path / name), sync=sync) for name in ("first", "later"))
+    first.acquire()
+    later.acquire()
+    committer = Committer(sync)
+    with pytest.raises(OSError):
+        committer.write(_generation(first, "x"))
+    with pytest.raises(OSError):
+        committer.write(_generation(later, "y"))
+    committer.close()
+    assert current_generation(later.directory) is None and os.listdir(later.generations) == []
+    first.release()
+    later.release()
+
+
+@needs_syncfs
+def test_when_the_last_sync_fails_current_is_put_back_on_the_previous_generation(tmp_path):
+    """The run says the source keeps its previous generation; the directory must say the same
+    when the sync after the pointer switch fails (the third of the commit's three syncs).
+    Fault: final-sync-failure-leaves-switched."""
+    with StateStore(str(tmp_path)) as store:
+        first = drive(_generation(store, "first"))
+    sync = FilesystemSync(_syncfs_failing_at({3}))
+    with StateStore(str(tmp_path), sync=sync) as store:
+        committer = Committer(sync)
+        with pytest.raises(OSError):
+            committer.write(_generation(store, "second"))
+        committer.close()
+        assert current_generation(str(tmp_path)) == first and _read(tmp_path) == "relation.csv:first\n"
+    with StateStore(str(tmp_path)) as store:      # recovery removes the generation never made current
+        assert os.listdir(store.generations) == ["000001"]
+
+
+def test_a_first_run_whose_last_sync_fails_leaves_no_current(tmp_path):
+    """The same on a first run, through a single run's fsyncs: no `current` at all."""
+    def fail_on_dir(path):
+        if os.path.realpath(path) == os.path.realpath(tmp_path):
+            raise OSError(errno.EIO, "Input/output error", path)
+
+    with StateStore(str(tmp_path)) as store:
+        with pytest.raises(OSError):
+            drive(_generation(store, "first"), fail_on_dir)
+    assert not os.path.lexists(tmp_path / "current")
+
+
+def test_a_dataset_never_writes_into_a_source_directory_another_run_holds(tmp_path):
+    """A source whose directory another process holds is refused STATE_LOCKED, and the
+    dataset run creates nothing there and removes nothing of the holder's (here the
+    generation it is writing). Fault: precreate-in-locked-dir."""
+    import json as json_
+
+    from dataset_kit import dataset_doc, fixture_for, pages, source_doc
+
+    from collection.commands.run import build_shell
+    from collection.run.dataset import DatasetSettings, execute_dataset
+
+    urls = {"x": pages("a.example.com", "x", 2), "y": pages("b.example.com", "y", 2)}
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json_.dumps(fixture_for(urls["x"] + urls["y"])))
+    state = tmp_path / "state"
+    with StateStore(str(state / "y")) as holder:
+        writing = holder.begin(("relation.csv",))
+        before = sorted(os.listdir(holder.generations))
+        shell = build_shell(replay=str(fixture), record=None, ca_bundle=None, resolve=(), token=None, info_url=None)
+        record = execute_dataset(dataset_doc("held", *(source_doc(n, u) for n, u in urls.items())),
+                                 DatasetSettings(str(state)), shell)
+        assert {s["name"]: s["code"] for s in record["sources"]} == {"x": None, "y": "STATE_LOCKED"}
+        assert sorted(os.listdir(holder.generations)) == before and os.path.isdir(writing.path)

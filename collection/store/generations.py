@@ -427,9 +427,22 @@ class StateStore:
             self._held = sorted({*self._held, generation.number})
         yield self.generations
         link_tmp = os.path.join(self.directory, f"{_LINK_TMP_PREFIX}{os.getpid()}")
+        link = os.path.join(self.directory, "current")
+        previous = os.readlink(link) if os.path.islink(link) else None
         os.symlink(os.path.join("generations", generation.name), link_tmp)
-        os.replace(link_tmp, os.path.join(self.directory, "current"))
-        yield self.directory
+        os.replace(link_tmp, link)
+        try:
+            yield self.directory
+        except BaseException:
+            # The switch could not be made durable: put `current` back, so that what the run
+            # reports (the previous generation is unchanged) is what DIR says; the generation
+            # left behind was never current and the next run's recovery removes it.
+            if previous is None:
+                os.unlink(link)
+            else:
+                os.symlink(previous, link_tmp)
+                os.replace(link_tmp, link)
+            raise
         generation.path = final
         self.prune(generation.number)
         return final
