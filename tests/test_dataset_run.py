@@ -303,3 +303,18 @@ def test_sources_allowing_the_same_origins_ask_for_robots_txt_once(tmp_path):
         assert {p["failure_code"] for p in records[name]["failures"]["pages"]} == {"robots_disallowed"}
     for name in open_:
         assert "robots_unreachable" not in records[name] and records[name]["rows"] == 2
+
+
+def test_status_summarises_a_dataset_directory_before_its_first_dataset_record(tmp_path):
+    """A first dataset run killed after some sources committed but before it wrote
+    dataset-run.json: `collection status DIR` still summarises every source that has a
+    generation, one line each (it raised NameError there)."""
+    recipe, replay = _write(tmp_path, _dataset(), fixture_for(DECISIONS + MINUTES + AGENDAS))
+    state = tmp_path / "state"
+    assert run_cli("run", recipe, "--state", str(state), "--replay", replay).returncode == 0
+    os.remove(state / "dataset-run.json")
+    status = run_cli("status", str(state))
+    assert status.returncode == 0, status.stderr
+    lines = [line.strip() for line in status.stdout.splitlines()]
+    assert [line.split(":")[0] for line in lines if line.split(":")[0] in {n for n, _ in SOURCES}] == \
+        ["agendas", "decisions", "minutes"]

@@ -123,7 +123,9 @@ def summarise_dataset(directory: str) -> dict | None:
     if record is not None:
         entries = [(s["name"], s) for s in record["sources"]]
     else:
-        names = sorted(n for n in os.listdir(directory) if current_generation(os.path.join(directory, n)))
+        # no dataset record yet (a first dataset run killed before its end): every source
+        # directory with a `current`, damaged or not (summarise says which)
+        names = sorted(n for n in os.listdir(directory) if os.path.lexists(os.path.join(directory, n, "current")))
         if not names:
             return None
         entries = [(n, None) for n in names]
