@@ -2722,6 +2722,10 @@ def _():
     _merge_post(post)
 
 
+# What the last _write_clamped of the two truncation faults saw: whether max_rows was reached.
+_MAXROWS: dict = {}
+
+
 @fault("truncation-flag-at-exact-max")
 def _():
     import collection.merge.engine as M
