@@ -297,9 +297,14 @@ class Fetcher:
             outcome = _failed(spec.url, fail.code, fail.detail, status=fail.status)
         except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
             # Whatever went wrong is this page's failure (retried next run, counted in the
-            # run record), never a dead worker thread and a page left pending for ever.
+            # run record), never a dead worker thread and a page left pending for ever —
+            # unless the gate failed on the way: then the page is not the publisher's fault
+            # and stays pending (issue 24 point 2).
             tally.release_all()
-            outcome = _failed(spec.url, "internal_error", f"{type(exc).__name__}: {exc}")
+            if self.pacer.failed is not None:
+                outcome = FetchOutcome(spec.url, STOPPED, stopped_by=GATE_UNAVAILABLE, detail="stopped: gate fault")
+            else:
+                outcome = _failed(spec.url, "internal_error", f"{type(exc).__name__}: {exc}")
         at = tally.completed_at if tally.completed_at is not None else self.clock.wall()
         return _with_tally(outcome, tally, at)
 
@@ -324,6 +329,10 @@ class Fetcher:
                     raise                  # a ceiling, not robots.txt's answer: asked again later
                 except Exception:  # noqa: BLE001 - robots.txt that cannot be read: disallow all (D-58)
                     robots_tally.release_all()
+                    if self.pacer.failed is not None:
+                        # the gate failed, not robots.txt: no verdict for this origin, and
+                        # none of its pages is refused in the publisher's name
+                        raise _Stop(GATE_UNAVAILABLE) from None
                     from collection.fetch import robots as R
                     entry.rules = R.DISALLOW_ALL
                 entry.completed_at = robots_tally.completed_at
@@ -545,9 +554,8 @@ class Fetcher:
                     if self.budget.deadline_passed(now):
                         self.budget.record_stop(B.DEADLINE)
                         raise _Stop(B.DEADLINE)
-                    if pacer.gate_failure is not None:
-                        self.budget.record_stop(GATE_UNAVAILABLE)
-                        raise _Stop(GATE_UNAVAILABLE)
+                    if pacer.failed is not None:
+                        raise _Stop(GATE_UNAVAILABLE)     # not a budget: the run loop reads pacer.failed
                     ready = self.politeness.ready_at(host, now, self.interval)
                     if pacer.unwritten.get(host, 0) or (
                             self.concurrency is not None and self._active >= self.concurrency):
@@ -565,7 +573,6 @@ class Fetcher:
                                 granted = pacer.gate_acquire(host, self.interval or self.politeness.min_interval,
                                                              self.request_timeout + LEASE_MARGIN_SECONDS)
                             except GateUnavailable:
-                                self.budget.record_stop(GATE_UNAVAILABLE)
                                 raise _Stop(GATE_UNAVAILABLE) from None
                             if isinstance(granted, Lease):
                                 lease = granted
