@@ -333,4 +333,4 @@ def _kind(value) -> str:
         return f"a list of {len(value)}"
     if isinstance(value, bytes):
         return f"{len(value)} bytes of text"
-    return f"a {type(value).__name__}"
+    return f"a value of type {type(value).__name__}"
