@@ -163,8 +163,8 @@ _ENTRIES = [
          "Run with --resync: the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts.",
          "MERGE-01", "REF-04"),
     _run("GATE_UNAVAILABLE",
-         "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, before the first request or during the run. Nothing was written; the previous generation is unchanged.",
-         "Make the gate reachable (start Redis, fix the URL or the directory's permissions) and run again; use --gate none only for a run you know is alone.",
+         "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, or answered something the tool never writes (a value of the wrong type, not finite or out of range, a key of the wrong type), before the first request or during the run. Nothing is blamed on the publisher. When no page was fetched nothing was written and the previous generation is unchanged; when pages were fetched before the fault, a generation was written with them (its record names `gate_failure`; the pages not reached stay pending). The message says how many requests were made.",
+         "Make the gate reachable (start Redis, fix the URL or the directory's permissions; delete a damaged record, the message names its key) and run again; use --gate none only for a run you know is alone.",
          "FETCH-16", "FETCH-18", "FETCH-19"),
     # --- page failures (D-45, D-62) ----------------------------------------------------
     _page("timeout", ERROR, "The attempt passed request_timeout_seconds.", "Check the origin's speed; retries follow D-08.", "FETCH-20", "D-11"),

@@ -24,8 +24,9 @@ Backends:
 - `RedisGate` (collection.fetch.redis_gate): the same state in Redis or Valkey, for a fleet.
 
 A gate that cannot be reached raises `GateUnavailable`: before the first request that is the
-run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses and writes
-nothing. There is never a silent fallback to a looser gate.
+run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses (keeping the
+pages it had fetched, docs/running-many-sources.md). There is never a silent fallback to a
+looser gate.
 """
 
 from __future__ import annotations

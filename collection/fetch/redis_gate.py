@@ -12,6 +12,11 @@ Keys, per host H (a hash tag keeps both on one Redis Cluster slot):
   collection:gate:{H}:unsent   sorted set: the leases whose request is not written yet -> expiry
   collection:source:NAME       a source's lock: the holder's description, with a TTL renewed while it runs
 Every key expires after a week without use.
+
+Nothing read back is trusted: the scripts check every key's type and every field's value, the
+client every reply's shape and range, and anything odd is GateUnavailable. A record with no
+start (lost in a restart, flushed, expired) is fenced: the next start waits a full gap. See
+docs/politeness.md, "What the gate's answers are checked for" and "When the gate forgets".
 """
 
 from __future__ import annotations
