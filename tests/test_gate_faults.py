@@ -339,3 +339,58 @@ def test_tampered_real_redis_mid_run_is_a_gate_fault(publisher, tmp_path, redis_
     assert code == 1 and shown["code"] == "GATE_UNAVAILABLE" and "Traceback" not in err
     assert _made(shown) == len(publisher.requests) - before == 0
     client.close()
+
+
+@pytest.mark.slow
+def test_a_dataset_run_whose_gate_turns_hostile_keeps_each_sources_pages(publisher, tmp_path):
+    """A dataset run (one pacer, one gate for every source): the fault stops every source; each
+    is `refused` GATE_UNAVAILABLE, one that fetched pages carries the record of the generation
+    written with them, dataset-run.json is written, and the requests add up to the server's log."""
+    from dataset_kit import dataset_doc
+
+    state = str(tmp_path / "state")
+    recipe = tmp_path / "council.dataset.json"
+    recipe.write_bytes(dataset_doc("council", source_doc("minutes", URLS[:2]), source_doc("agendas", URLS[2:])))
+    args = [sys.executable, "-m", "collection", "run", str(recipe), "--state", state, "--ca-bundle",
+            publisher.ca_pem_path, "--json"]
+    for flag in publisher.resolve_flags():
+        args += ["--resolve", flag]
+    with FakeResp({"acquire": Hostile(ACQUIRE_REPLIES["wait nan"], after=3)}) as fake:   # robots.txt + 2 pages
+        done = subprocess.run(args + ["--gate", fake.url], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    shown = json.loads(done.stdout)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert [s["status"] for s in shown["sources"]] == ["refused", "refused"]
+    assert {s["code"] for s in shown["sources"]} == {"GATE_UNAVAILABLE"}
+    records = [s["record"] for s in shown["sources"] if s["record"] is not None]
+    assert sum(r["coverage"]["fetched_this_run"] for r in records) == 2
+    assert all(r["coverage"]["failed_this_run"] == 0 and r["gate_failure"] for r in records)
+    assert sum(r["requests"]["total"] + r["requests"]["robots"] for r in records) == len(publisher.requests) == 3
+    with open(os.path.join(state, "dataset-run.json"), "rb") as handle:
+        assert json.loads(handle.read())["dataset_run"] == 1
+
+
+@pytest.mark.slow
+def test_a_source_lock_lost_mid_run_stops_the_run_at_the_next_gate_call(redis_server):
+    """The lock of a source in the fleet gate is renewed every 20 s; when a renewal finds it gone
+    (deleted by another writer, expired while Redis was away) the source is unguarded, so the
+    gate is faulty from then on: the next call is GateUnavailable, and no thread prints a
+    traceback (issue 24 point 2: source lock renewal)."""
+    import redis
+
+    from collection.fetch.redis_gate import SOURCE_LOCK_SECONDS
+
+    client = redis.Redis.from_url(redis_server.url)
+    gate = RedisGate(redis_server.url)
+    with gate.source_lock("council_minutes"):
+        _past_the_fence(gate)
+        locks = list(client.scan_iter("collection:source:*"))          # however the lock's key is scoped
+        assert len(locks) == 1
+        client.delete(*locks)
+        deadline = time.monotonic() + SOURCE_LOCK_SECONDS
+        while gate.fault is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        with pytest.raises(GateUnavailable):
+            gate.acquire(HOST, 1.0, 30)
+    client.close()
+    gate.close()
