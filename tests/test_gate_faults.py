@@ -394,3 +394,12 @@ def test_a_source_lock_lost_mid_run_stops_the_run_at_the_next_gate_call(redis_se
             gate.acquire(HOST, 1.0, 30)
     client.close()
     gate.close()
+
+
+@pytest.mark.parametrize("reply", [integer(5), array(integer(1)), b"-ERR locked out\r\n"])
+def test_an_odd_answer_to_the_source_lock_is_gate_unavailable(reply):
+    with FakeResp({"SET": Hostile(reply)}) as fake:
+        gate = RedisGate(fake.url, timeout=2)
+        with pytest.raises(GateUnavailable):
+            with gate.source_lock("council_minutes"):
+                pass

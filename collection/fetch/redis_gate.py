@@ -293,9 +293,13 @@ class RedisGate:
         key = f"collection:source:{name}"
         token = f"{holder_description()} ({self._prefix})"
         ttl_ms = int(SOURCE_LOCK_SECONDS * 1000)
-        if not self._call("lock", self._redis.set, key, token, nx=True, px=ttl_ms):
+        taken = self._call("lock", self._redis.set, key, token, nx=True, px=ttl_ms)
+        if taken is not True:
+            if taken is not None:               # SET NX answers OK or nil, nothing else
+                raise self._bad("the source lock's SET", _kind(taken))
             holder = self._call("lock", self._redis.get, key)
-            raise SourceHeld(name, holder.decode("utf-8", "replace") if holder else "another run (just released)")
+            raise SourceHeld(name, holder.decode("utf-8", "replace") if isinstance(holder, bytes) and holder
+                             else "another run (just released)")
         stop = threading.Event()
 
         def renew() -> None:
