@@ -143,7 +143,7 @@ def gate_refusal(exc: GateUnavailable | str, gate, counts: B.Counts | None = Non
         return RefusedError(Refusal("GATE_UNAVAILABLE", "", text + "; nothing was requested and the previous "
                                     "generation is unchanged", rule))
     made = counts.charged + counts.robots
-    text += (f"; {made} request{'' if made == 1 else 's'} were made before it failed ({counts.listing} listing, "
+    text += (f"; {made} request{' was' if made == 1 else 's were'} made before it failed ({counts.listing} listing, "
              f"{counts.page} page, {counts.robots} robots.txt)")
     if record is None:
         text += "; no page was fetched, so nothing was written and the previous generation is unchanged"
