@@ -237,6 +237,7 @@ def test_a_hostile_gate_before_any_page_keeps_the_previous_generation(publisher,
     assert code == 1 and shown["code"] == "GATE_UNAVAILABLE"
     assert "Traceback" not in err
     assert _made(shown) == len(publisher.requests) - before == 0
+    assert "0 requests were made" in shown["refusals"][0]["message"]      # the point is that it is true
     assert shown["record"] is None and _generation(state) == "000001"
     assert [row["state"] for row in _ledger(state)] == ["fetched"]
 
@@ -254,6 +255,7 @@ def test_a_gate_that_turns_hostile_mid_run_keeps_what_was_fetched(publisher, tmp
     assert code == 1 and shown["code"] == "GATE_UNAVAILABLE"
     assert "Traceback" not in err
     assert _made(shown) == len(publisher.requests) == 3
+    assert "3 requests were made" in shown["refusals"][0]["message"]
     record = shown["record"]
     assert record["gate_failure"]["code"] == "GATE_UNAVAILABLE" and _generation(state) == record["generation"]
     assert record["coverage"]["fetched_this_run"] == 2 and record["coverage"]["pending"] == 2
