@@ -3,13 +3,16 @@
 Import (`import_warcs`): every `response` record whose block is an HTTP response
 (`application/http; msgtype=response`) for an https:// target becomes a recorded response:
 status and headers as archived, body with transfer- and content-encoding removed (the fixture
-stores decoded bodies). `request` records give the request headers of the response they are
-concurrent to (Host dropped: the URL carries it). `revisit` records are resolved to the payload
+stores decoded bodies); a body the archiver already stored decoded under its Content-Encoding
+(wabac.js) is taken as stored when the record vouches for it (`_stored_decoded`). `request`
+records give the request headers of the response they are concurrent to (Host dropped: the URL
+carries it). `revisit` records are resolved to the payload
 they refer to — by WARC-Refers-To, else WARC-Payload-Digest, else target URI and date — when
 that payload is in the input, and skipped (with a note) when it is not; a revisit's own HTTP
 status and headers are kept unless it is a 304 (server-not-modified), which takes the
-original's. `warcinfo`, `metadata`, `resource` and other records are skipped. Several captures
-of one URL become a per-run sequence in WARC-Date order (capture n is run n).
+original's. `warcinfo`, `metadata`, `resource` and other records are skipped, each counted
+under its reason (SKIP_REASONS). Several captures of one URL become a per-run sequence in
+WARC-Date order (capture n is run n).
 
 Export (`export_warc`): a warcinfo record, then per recorded response a request record and a
 response record whose HTTP block is consistent (Content-Encoding and Transfer-Encoding dropped,
