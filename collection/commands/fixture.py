@@ -1,7 +1,7 @@
 """`collection fixture …`: tools for recorded-exchange fixtures (docs/fixtures.md).
 
     collection fixture check FIXTURE [--recipe RECIPE] [--run N] [--json]
-    collection fixture import-warc FILE.warc.gz... --out FIXTURE
+    collection fixture import-warc FILE.warc.gz... --out FIXTURE [--json]
     collection fixture export-warc FIXTURE --out FILE.warc.gz
 
 check: exit 0 when the fixture is valid (and, with a recipe, answers every request the
@@ -115,7 +115,8 @@ def _print_check(report: dict) -> None:
 ))
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="The fixture to write (.gz: compressed).")
-@click.option("--json", "as_json", is_flag=True, help="Print what was imported and skipped as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was imported, and each record skipped counted by reason, as JSON.")
 def import_warc(files: tuple[str, ...], out: str, as_json: bool) -> None:
     """Turn the HTTPS response records of FILES into a fixture."""
     from collection.recording import warc
