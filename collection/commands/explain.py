@@ -17,7 +17,7 @@ from collection.canonical import canonical_json
 @click.argument("code")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as canonical JSON.")
 def command(code: str, as_json: bool) -> None:
-    """Print what CODE (any case; or a clause ID such as REG-33) means and how to fix it."""
+    """Print what CODE (in any case, or a clause or decision ID) means and how to fix it."""
     entries = codes.lookup_any_case(code)
     if not entries and _explain_clause(code, as_json):
         return
