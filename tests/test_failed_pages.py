@@ -127,6 +127,10 @@ def test_kept_bodies_are_bounded_in_count_and_bytes_and_only_for_decode_failures
     assert keeper.keep("p4", "column_mismatch", b"", None)                   # 15 bytes, 3 bodies
     assert not keeper.keep("p5", "decode_error", b"", None)                  # count reached
     assert sorted(keeper.bodies) == ["p1", "p3", "p4"] and keeper.total == 15
+    assert keeper.bodies["p3"].media_type == "text/html"
+    hostile = FP.BodyKeeper()
+    hostile.keep("e", "decode_error", b"x", "text/html\x1b]0;owned\x07")       # a terminal escape
+    assert hostile.bodies["e"].media_type is None
 
 
 def test_a_hostile_predecessor_record_cannot_steer_the_series():

@@ -34,6 +34,14 @@ _TIMESTAMP = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2
 _MAX_ATTEMPTS = 10 ** 9
 
 
+def _media_type(value: object) -> str | None:
+    """A Content-Type as the publisher sent it goes into a printed command line: only short
+    printable ASCII (no terminal escapes) is kept."""
+    if isinstance(value, str) and value and len(value) <= 200 and value.isascii() and value.isprintable():
+        return value
+    return None
+
+
 def body_name(page_id: str) -> str:
     """The file a page's failing body is kept in: stable across generations, so a body
     carried forward keeps its name, and free of anything a page_id could smuggle in."""
@@ -65,7 +73,7 @@ class BodyKeeper:
             if (len(self.bodies) >= self.max_bodies or self.total + len(body) > self.max_total_bytes
                     or page_id in self.bodies):
                 return False
-            self.bodies[page_id] = KeptBody(bytes(body), media_type)
+            self.bodies[page_id] = KeptBody(bytes(body), _media_type(media_type))
             self.total += len(body)
             return True
 
@@ -90,7 +98,7 @@ def streaks_of(record: Mapping | None) -> dict[str, dict]:
         media_type = entry.get("media_type")
         out[page_id] = {"since": since, "attempts": attempts,
                         "body": body if body == f"{BODIES_DIR}/{body_name(page_id)}" else None,
-                        "media_type": media_type if isinstance(media_type, str) else None}
+                        "media_type": _media_type(media_type)}
     return out
 
 
