@@ -240,3 +240,27 @@ def test_explain_takes_a_code_in_any_case_and_clause_ids():
     assert json.loads(runner.invoke(cli, ["explain", "internal_error", "--json"]).output)["code"] == "internal_error"
     assert json.loads(runner.invoke(cli, ["explain", "reg-33", "--json"]).output)["clause"] == "REG-33"
     assert runner.invoke(cli, ["explain", "no_such_code"]).exit_code == 2
+
+
+def test_a_dataset_names_its_sources_failed_pages_and_the_decode_line_picks_the_source(tmp_path):
+    """Issue 24 point 9: in a dataset run the summary and `status DIR` name each source's failed
+    pages, and the `collection decode` line (with --source) reproduces the failure."""
+    from dataset_kit import dataset_doc, fixture_for, pages, source_doc
+
+    a, b = pages("a.example.com", "d", 1), pages("b.example.com", "m", 2)
+    exchanges = fixture_for(a + b)
+    exchanges[-1]["response"]["body"] = {"text": "not json"}
+    recipe_path, replay = tmp_path / "dataset.json", tmp_path / "fixture.json"
+    recipe_path.write_bytes(dataset_doc("council", source_doc("decisions", a), source_doc("minutes", b)))
+    replay.write_text(json.dumps(exchanges))
+    state = tmp_path / "state"
+    done = run_cli("run", str(recipe_path), "--state", str(state), "--replay", str(replay))
+    assert done.returncode == 0, done.stderr
+    for output in (done.stdout, run_cli("status", str(state)).stdout):
+        assert f"failed decode_error: {b[-1]}" in output, output
+        line = next(x for x in output.splitlines() if "reproduce: collection decode" in x)
+        words = shlex.split(line.split("reproduce: ", 1)[1])
+        assert words[words.index("--source") + 1] == "minutes"
+        words[2] = str(recipe_path)        # status cannot know the recipe's path: it prints RECIPE
+        again = run_cli(*words[1:], "--json")
+        assert again.returncode == 1 and json.loads(again.stdout)["failure"]["code"] == "decode_error", again.stderr
