@@ -264,3 +264,20 @@ def test_a_dataset_names_its_sources_failed_pages_and_the_decode_line_picks_the_
         words[2] = str(recipe_path)        # status cannot know the recipe's path: it prints RECIPE
         again = run_cli(*words[1:], "--json")
         assert again.returncode == 1 and json.loads(again.stdout)["failure"]["code"] == "decode_error", again.stderr
+
+
+def test_a_generation_written_before_failed_pages_existed_still_names_its_failures(loopback, tmp_path):
+    """Issue 24 point 9: a run.json without `failures.failed_pages` (an older version wrote it):
+    status names the failed pages from the ledger (since its latest failure, attempts unknown),
+    and the next run carries the series on from there."""
+    _publisher(loopback, ("1", "2"), {"2": Reply(500, JSON_PAGE, b"down")})
+    data = recipe("explicit", ids=("1", "2"), retries=0)
+    first = run_in_process(loopback, data, tmp_path)
+    old = dict(first, failures={k: v for k, v in first["failures"].items() if k != "failed_pages"})
+    (tmp_path / "current" / "run.json").write_text(json.dumps(old))
+    summary = json.loads(run_cli("status", str(tmp_path), "--json").stdout)
+    assert [(e["page_id"], e["failure_code"], e["attempts"], e["since"]) for e in summary["failed_pages"]] == [
+        ("id-2", "http_status_500", None, _failed(first)["id-2"]["failed_at"])]
+    second = run_in_process(loopback, data, tmp_path)
+    assert (_failed(second)["id-2"]["attempts"], _failed(second)["id-2"]["since"]) == \
+        (2, _failed(first)["id-2"]["failed_at"])
