@@ -22,6 +22,7 @@ from collection.merge.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
 from collection.commands import failure_lines
 from collection.run.failed_pages import streaks_of
 
+
 def summarise(directory: str) -> dict | None:
     """The summary of DIR's current generation; None before the first run. Raises
     StateDamaged (pointer, files, run.json) or MergeInvalid (ledger.csv) naming the file."""
