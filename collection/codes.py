@@ -208,6 +208,12 @@ _ENTRIES = [
 
 CATALOGUE: dict[str, Code] = {entry.code: entry for entry in _ENTRIES}
 
+# Page failures the pinned Reader gives the same body every time (issue 24 point 9): running
+# again cannot help; the recipe (or the Reader pin) must change. `collection decode` replays
+# them on a kept body.
+DECODE_FAILURES = frozenset({"decode_error", "column_mismatch", "story_not_found", "page_too_deep",
+                             "media_type_refused"})
+
 # Any three-digit status a server can send names a code: http.client accepts 100-999 on the
 # status line, and publishers do answer outside RFC 9110's 100-599 (LinkedIn answers crawlers
 # with 999). Anything else a transport could report is `http_status_invalid`.
@@ -239,6 +245,21 @@ def lookup(code: str) -> Code | None:
                     "Check the address; the page keeps its previous rows and is retried on the next run.",
                     ("D-45", "D-53", "D-62"), liveness_for_status(status))
     return None
+
+
+def lookup_any_case(text: str) -> list[Code]:
+    """The entries `text` names in any case (`explain` takes what an operator types): the
+    exact code when there is one, else every code equal to it case-folded — two for
+    `Internal_Error`, the run's INTERNAL_ERROR and the page's internal_error."""
+    text = text.strip()
+    exact = lookup(text)
+    if exact is not None:
+        return [exact]
+    folded = text.casefold()
+    found = [entry for code, entry in CATALOGUE.items() if code.casefold() == folded]
+    if not found and (entry := lookup(folded)) is not None:
+        found = [entry]                      # HTTP_STATUS_404
+    return sorted(found, key=lambda e: e.code)
 
 
 def liveness(code: str) -> str:

@@ -19,13 +19,8 @@ from collection.canonical import ordered_json
 from collection.merge.ledger import MergeInvalid, iter_ledger
 from collection.store.generations import LEDGER, StateDamaged, check_generation, read_record_file
 from collection.merge.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
-
-# What an operator does about a failure class (D-62).
-_CLASS_ADVICE = {
-    "gone": "the publisher no longer serves them (404/410); their rows are kept",
-    "blocked": "check robots.txt and the User-Agent token, or ask the origin's operator",
-    "error": "server errors, timeouts or decode failures; they are retried first on the next run",
-}
+from collection.commands import failure_lines
+from collection.run.failed_pages import streaks_of
 
 
 def summarise(directory: str) -> dict | None:
@@ -41,6 +36,8 @@ def summarise(directory: str) -> dict | None:
     states: Counter = Counter({s: 0 for s in PAGE_STATES})
     by_class: Counter = Counter()
     by_code: Counter = Counter()
+    streaks = streaks_of(record)
+    failed_pages = []
     try:
         with open(os.path.join(current, LEDGER), newline="", encoding="utf-8") as handle:
             for row in iter_ledger(handle):
@@ -48,6 +45,8 @@ def summarise(directory: str) -> dict | None:
                 if row.state in (FAILED, SKIPPED_ORIGIN) and row.failure_code:
                     by_code[row.failure_code] += 1
                     by_class[row.failure_class or "error"] += 1
+                if row.state == FAILED:
+                    failed_pages.append(_failed_page(row, streaks.get(row.page_id)))
     except UnicodeDecodeError as exc:
         raise MergeInvalid(f"not UTF-8 ({exc})", pointer=LEDGER, rule="D-02") from None
     except csv.Error as exc:
@@ -63,11 +62,23 @@ def summarise(directory: str) -> dict | None:
         "rows": record["rows"],
         "pages": dict(states),
         "failures": {"by_class": dict(sorted(by_class.items())), "by_code": dict(sorted(by_code.items()))},
+        "failed_pages": sorted(failed_pages, key=lambda e: (e["since"] or "", e["page_id"])),
         "corrections": record["corrections"],
         "discovery_warning": record.get("discovery", {}).get("warning"),
         "next": advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"))
         + robots_advice(record),
     }
+
+
+def _failed_page(row, streak: dict | None) -> dict:
+    """A failed ledger row as status shows it; since/attempts from the run record when it
+    kept them (a generation written before it did: since its latest failure, attempts
+    unknown)."""
+    return {"page_id": row.page_id, "url": row.url, "failure_code": row.failure_code,
+            "failure_class": row.failure_class, "failed_at": row.failed_at,
+            "since": streak["since"] if streak else row.failed_at,
+            "attempts": streak["attempts"] if streak else None,
+            "body": streak["body"] if streak else None, "media_type": streak["media_type"] if streak else None}
 
 
 def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warning: str | None = None) -> list[str]:
@@ -82,19 +93,8 @@ def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warnin
         out.append("discovery stopped at a ceiling: raise discovery.max_requests (or pages.max_pages) to list the rest")
     if states[PENDING]:
         out.append(f"{states[PENDING]:,} pages pending: run again to continue")
-    blocked = {code: n for code, n in by_code.items()
-               if code in ("robots_disallowed", "http_status_401", "http_status_403", "http_status_429",
-                           "waf_challenge")}
-    if blocked:
-        total = sum(blocked.values())
-        out.append(f"{total:,} pages blocked ({', '.join(sorted(blocked))}): check robots and the User-Agent")
-    gone = sum(n for code, n in by_code.items() if code in ("http_status_404", "http_status_410"))
-    if gone:
-        out.append(f"{gone:,} pages gone (404/410): their rows are kept; remove them from the publisher's index "
-                   "or ignore")
-    other = states[FAILED] - sum(blocked.values()) - gone
-    if other > 0:
-        out.append(f"{other:,} pages failed with errors: run again to retry them (oldest failure first)")
+    # advice by class (issue 24 point 9): a decode failure is the recipe's, never "run again"
+    out.extend(failure_lines.advice_lines(by_code))
     if states[SKIPPED_ORIGIN]:
         out.append(f"{states[SKIPPED_ORIGIN]:,} pages outside allowed_origins: add their origin if they belong")
     if truncated:
@@ -163,6 +163,14 @@ def _source_line(entry: dict) -> str:
     return line
 
 
+def _dataset_page_lines(state: str, entry: dict) -> list[str]:
+    summary = entry.get("summary")
+    if not isinstance(summary, dict) or not summary.get("failed_pages"):
+        return []
+    return failure_lines.page_lines(summary["failed_pages"], os.path.join(state, entry["name"], "current"),
+                                    source=entry["name"], indent="    ")
+
+
 def robots_advice(record: dict) -> list[str]:
     """D-66: a robots.txt that redirected outside allowed_origins blocked its whole origin."""
     return [f"robots.txt of {entry['origin']} redirects to {entry['redirect']}, outside allowed_origins, so every "
@@ -206,6 +214,8 @@ def command(directory: str, as_json: bool) -> None:
             click.echo(f"{dataset['state']}: {title}")
             for entry in dataset["sources"]:
                 click.echo(f"  {_source_line(entry)}")
+                for line in _dataset_page_lines(dataset["state"], entry):
+                    click.echo(line)
             for line in dataset["next"]:
                 click.echo(f"  → {line}")
             sys.exit(0)
@@ -226,6 +236,8 @@ def command(directory: str, as_json: bool) -> None:
     click.echo("  pages: " + ", ".join(f"{state} {n:,}" for state, n in pages.items()))
     if summary["failures"]["by_code"]:
         click.echo("  failures: " + ", ".join(f"{code} {n:,}" for code, n in summary["failures"]["by_code"].items()))
+    for line in failure_lines.page_lines(summary["failed_pages"], os.path.join(summary["state"], "current")):
+        click.echo(line)
     for c in summary["corrections"][:10]:
         click.echo(f"  last run corrected {c['page_id']} (revision {c['revision']})")
     for line in summary["next"]:

@@ -269,6 +269,8 @@ class Fetcher:
         self.interval = interval
         self.concurrency = concurrency
         self._active = 0                       # this fetcher's requests admitted and not finished
+        # time spent asleep because the shared gate said "not yet" (the run record, --metrics-file)
+        self.gate_wait_seconds = 0.0
         self.clock = clock
         self.retries = int(retries)
         self.request_timeout = float(request_timeout)
@@ -541,6 +543,7 @@ class Fetcher:
         try:
             while True:
                 now = self.clock.monotonic()
+                gate_said_wait = False
                 with self._lock:
                     if self.budget.deadline_passed(now):
                         self.budget.record_stop(B.DEADLINE)
@@ -571,6 +574,7 @@ class Fetcher:
                                 lease = granted
                             else:
                                 ready = now + granted
+                                gate_said_wait = True
                         if pacer.gate is None or lease is not None:
                             ticket = self.politeness.try_start(host, now, self.interval)
                             pacer.leave(host, token)
@@ -585,6 +589,9 @@ class Fetcher:
                         self.budget.record_stop(B.DEADLINE)
                     raise _Stop(B.DEADLINE)
                 self.clock.sleep_until(wake)
+                if gate_said_wait:
+                    with self._lock:
+                        self.gate_wait_seconds += max(0.0, self.clock.monotonic() - now)
         finally:
             if not admitted:
                 with self._lock:

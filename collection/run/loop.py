@@ -40,6 +40,7 @@ from collection.fetch.gate import GateUnavailable, SourceHeld
 from collection.fetch.pacer import Pacer
 from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
+from collection.run import failed_pages as FP
 from collection.run.gcpause import paused_gc
 from collection.merge.ledger import MergeInvalid, check_ledger_header, read_ledger, write_ledger
 from collection.discover.common import ListingFailure, ListingResponse
@@ -180,6 +181,7 @@ class _Predecessor:
     relation_rows: dict
     relation_path: str | None
     run_number: int
+    streaks: dict = field(default_factory=dict)    # failed pages' series, from its run.json
 
 
 def _merge_invalid(exc: MergeInvalid) -> RefusedError:
@@ -251,8 +253,10 @@ def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool,
         current = store.check()
         if current is None:
             return _Predecessor({}, {}, None, store.next_number() - 1)
-        run_number = store.read_record()["run_number"]
+        previous_record = store.read_record()
+        run_number = previous_record["run_number"]
         predecessor = _load_predecessor(store, current, columns, run_number)
+        predecessor.streaks = FP.streaks_of(previous_record)
     except (StateDamaged, _Damaged) as exc:
         refusal = exc.to_refusal() if isinstance(exc, StateDamaged) else exc.refusal
         if not resync:
@@ -333,6 +337,7 @@ class _Dispatcher:
         self.unfinished = 0          # chosen but stopped by a ceiling before its fetch
         self.failed = 0
         self.counts = {"fetched": 0, "failed": 0, "skipped_origin": 0}
+        self.bodies = FP.BodyKeeper()   # decode failures' bodies, for `collection decode`
 
     def _exhausted(self, now: float) -> str | None:
         budget = self.fetcher.budget
@@ -396,9 +401,10 @@ class _Dispatcher:
         return self.buffered > 0 or self.unfinished > 0 or self.planner.remaining > 0
 
 
-def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock, log=None) -> PageResult | None:
+def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock, log=None,
+                bodies: FP.BodyKeeper | None = None) -> PageResult | None:
     try:
-        return _fetch_and_decode(choice, fetcher, pin, accepted, clock)
+        return _fetch_and_decode(choice, fetcher, pin, accepted, clock, bodies)
     except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
         # The page fails with a code (retried next run, counted in the run record and in
         # `status`); the worker goes on with the next page.
@@ -407,12 +413,15 @@ def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str,
         return PageResult(choice.page_id, FAILED, rfc3339(clock.wall()), failure_code="internal_error")
 
 
-def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
+def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock,
+                      bodies: FP.BodyKeeper | None = None) -> PageResult | None:
     out = fetcher.fetch(FetchSpec(choice.url, B.PAGE, accepted))
     at = rfc3339(out.completed_at if out.completed_at is not None else clock.wall())
     if out.outcome == F_FETCHED:
         decoded = decode(pin, out.body or b"", header_value(out.headers, "Content-Type"), out.final_url or choice.url)
         if isinstance(decoded, DecodeFailure):
+            if bodies is not None:
+                bodies.keep(choice.page_id, decoded.code, out.body or b"", header_value(out.headers, "Content-Type"))
             return PageResult(choice.page_id, FAILED, at, failure_code=decoded.code)
         return PageResult(choice.page_id, FETCHED, at, out.content_sha256, decoded.rows)
     if out.outcome == F_FAILED:
@@ -431,7 +440,7 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
     def work(participant) -> None:
         with participant if participant is not None else nullcontext():
             while (choice := dispatcher.take()) is not None:
-                result = _fetch_page(choice, fetcher, pin, accepted, clock, log)
+                result = _fetch_page(choice, fetcher, pin, accepted, clock, log, dispatcher.bodies)
                 dispatcher.report(choice, result)
                 if progress is not None:
                     progress.tick()
@@ -653,6 +662,10 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
         ledger_digest = generation.close_text(LEDGER)
         counts = budget.counts()
         failures = sorted((r for r in dispatcher.results if r.outcome == FAILED), key=lambda r: r.page_id)
+        failing = FP.failed_pages(result.ledger, predecessor.ledger, (r.page_id for r in dispatcher.results),
+                                  predecessor.streaks)
+        FP.write_bodies(generation, failing, dispatcher.bodies,
+                        os.path.dirname(predecessor.relation_path) if predecessor.relation_path else None)
         record = {
             "record_version": RECORD_VERSION,
             "source": source.name,
@@ -671,6 +684,7 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
                 "by_class": {k: result.failures_by_class.get(k, 0) for k in codes.LIVENESS_CLASSES},
                 "pages": [{"page_id": r.page_id, "failure_code": result.ledger[r.page_id].failure_code,
                            "failure_class": result.ledger[r.page_id].failure_class} for r in failures],
+                "failed_pages": failing,
             },
             "clipped": list(result.clipped),
             "requests": {"listing": counts.listing, "page": counts.page, "redirect": counts.redirect,
@@ -686,6 +700,7 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
             "clock": "virtual" if shell.virtual else "system",
             "duration_seconds": round((ended[1] if ended else clock.monotonic()) - started_mono, 3),
             "wall_seconds": round(time.monotonic() - wall_start, 3),
+            "gate_wait_seconds": round(getattr(dispatcher.fetcher, "gate_wait_seconds", 0.0), 3),
             "files": {RELATION: relation_digest.as_dict(), LEDGER: ledger_digest.as_dict()},
         }
         unreachable = getattr(dispatcher.fetcher, "robots_unreachable", {})
