@@ -74,6 +74,10 @@ def _validator():
     return _CHECK[0], _VALIDATOR[0]
 
 
+def is_source_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
 def _salvage(document: Any) -> int:
     value = document.get("dataset_run") if isinstance(document, dict) else None
     return value if type(value) is int and value >= 1 else 0
