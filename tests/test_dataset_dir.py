@@ -238,11 +238,8 @@ def test_a_run_sets_a_damaged_dataset_record_aside_and_keeps_a_counter_it_can_st
     real = json.loads(path.read_bytes())
     damaged = json.dumps({**real, "dataset_run": 41, "counts": "?"}).encode()
     path.write_bytes(damaged)
-    urls = [f"https://a.example.com/{name}/{name}-{k}" for name in SMALL for k in (1, 2)]
-    recipe, replay = tmp_path / "small.dataset.json", tmp_path / "small.fixture.json"
-    recipe.write_bytes(dataset_doc("small", *(source_doc(n, [u for u in urls if f"/{n}/" in u]) for n in SMALL)))
-    replay.write_text(json.dumps(fixture_for(urls)))
-    done = run_cli("run", str(recipe), "--state", str(state), "--replay", str(replay), "--only", "beta", "--json")
+    recipe, replay = _small_recipe(tmp_path)
+    done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--only", "beta", "--json")
     assert done.returncode == 0, done.stderr
     assert "STATE_DAMAGED" in done.stderr
     assert json.loads(done.stdout)["dataset_run"] == 42
@@ -254,6 +251,37 @@ def test_a_run_sets_a_damaged_dataset_record_aside_and_keeps_a_counter_it_can_st
     assert [(s["name"], s["last_run"]) for s in summary["sources"]] == [
         ("alpha", "not_chosen"), ("beta", "ran"), ("gamma", "not_chosen")]
     assert all(s["summary"]["rows"] == 2 for s in summary["sources"])
+
+
+def _small_recipe(tmp_path) -> tuple[str, str]:
+    urls = [f"https://a.example.com/{name}/{name}-{k}" for name in SMALL for k in (1, 2)]
+    recipe, replay = tmp_path / "small.dataset.json", tmp_path / "small.fixture.json"
+    recipe.write_bytes(dataset_doc("small", *(source_doc(n, [u for u in urls if f"/{n}/" in u]) for n in SMALL)))
+    replay.write_text(json.dumps(fixture_for(urls)))
+    return str(recipe), str(replay)
+
+
+def test_a_job_finding_its_source_locked_keeps_the_entry_of_the_run_that_holds_it(state, tmp_path):
+    """Issue 24 point 7: while another run holds beta, an `--only beta` job is refused with
+    STATE_LOCKED (exit 1) and counted, but beta's entry stays the one of its last real run
+    (the holder writes its own); a killed writer's temporary record file is removed."""
+    from collection.store.generations import StateStore
+
+    recipe, replay = _small_recipe(tmp_path)
+    (state / "dataset-run.json.tmp-999999-1").write_bytes(b'{"half": ')     # a killed writer's
+    with StateStore(str(state / "beta")):
+        done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--only", "beta", "--json")
+    assert done.returncode == 1, done.stderr
+    mine = json.loads(done.stdout)
+    assert mine["dataset_run"] == 2
+    assert [(s["name"], s["status"], s["code"]) for s in mine["sources"]] == [
+        ("alpha", "not_chosen", None), ("beta", "refused", "STATE_LOCKED"), ("gamma", "not_chosen", None)]
+    merged = json.loads((state / "dataset-run.json").read_bytes())
+    _validator().validate(merged)
+    assert merged["dataset_run"] == 2
+    assert [(s["name"], s["status"], s["dataset_run"]) for s in merged["sources"]] == [
+        ("alpha", "ran", 1), ("beta", "ran", 1), ("gamma", "ran", 1)]
+    assert not [n for n in os.listdir(state) if ".tmp" in n]
 
 
 def _dangling(state):
