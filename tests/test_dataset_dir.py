@@ -15,6 +15,8 @@ import os
 import subprocess
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from dataset_kit import dataset_doc, fixture_for, page_body, source_doc
 from loopback import Reply
 from test_dataset_run import _validator
@@ -141,6 +143,32 @@ def test_merge_keeps_entries_a_run_says_nothing_new_about():
     assert [e["status"] for e in mine["sources"]] == ["not_chosen", "refused", "refused"]
 
 
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+                     lambda inner: (st.lists(inner, max_size=4)
+                                    | st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+                     max_leaves=20)
+_MEMBERS = ("record_version", "dataset", "dataset_run", "gate", "counts", "sources")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=_JSON | st.fixed_dictionaries({m: _JSON for m in _MEMBERS}),
+       entry=st.dictionaries(st.sampled_from(("name", "status", "code", "refusals", "record", "dataset_run")), _JSON))
+def test_reading_a_dataset_record_never_raises_anything_but_damage(tmp_path, value, entry):
+    """Issue 24 point 7 (a value from outside is validated before it steers anything): any
+    JSON value, whole or as one source entry, is a record or DatasetRecordDamaged."""
+    from collection.store.datasetrecord import DatasetRecordDamaged, check_dataset_record
+
+    base = {"record_version": 1, "dataset": "d", "dataset_run": 1, "gate": "none",
+            "counts": {"ran": 0, "refused": 0, "not_collected": 0, "not_chosen": 1, "error": 0},
+            "sources": [{"name": "a", "status": "not_chosen", "code": None, "refusals": [], "record": None}]}
+    for document in (value, {**base, "sources": [entry]}):
+        try:
+            assert check_dataset_record(str(tmp_path), document) is document
+        except DatasetRecordDamaged as exc:
+            assert exc.file == "dataset-run.json" and exc.code == "STATE_DAMAGED"
+    assert check_dataset_record(str(tmp_path), base) is base
+
+
 # --- status on a damaged dataset directory --------------------------------------------------------
 
 SMALL = ("alpha", "beta", "gamma")
@@ -214,7 +242,8 @@ def test_status_names_a_damaged_dataset_record_and_still_lists_every_source(stat
     if kind == "a source that is not an object":
         data = json.dumps({**real, "sources": ["alpha", *real["sources"][1:]]}).encode()
     elif kind == "a source name that is a path":
-        data = json.dumps({**real, "sources": [{**real["sources"][0], "name": "../../etc"}, *real["sources"][1:]]}).encode()
+        path_name = {**real["sources"][0], "name": "../../etc"}
+        data = json.dumps({**real, "sources": [path_name, *real["sources"][1:]]}).encode()
     elif kind == "a source named twice":
         data = json.dumps({**real, "sources": [real["sources"][0], *real["sources"]]}).encode()
     elif kind == "truncated":
@@ -303,10 +332,18 @@ def _run_json_wrong(state):
     write_atomically(os.path.join(os.path.realpath(state / "beta" / "current"), "run.json"), b"[]")
 
 
+def _coverage_hollow(state):
+    path = os.path.join(os.path.realpath(state / "beta" / "current"), "run.json")
+    with open(path, "rb") as handle:
+        record = json.loads(handle.read())
+    write_atomically(path, json.dumps({**record, "coverage": {"known": "many"}}).encode())
+
+
 DAMAGE = {"current dangling": (_dangling, "STATE_DAMAGED", "beta/current"),
           "ledger not UTF-8": (_ledger_not_utf8, "COLLECTION_MERGE_INVALID", "beta/current/ledger.csv"),
           "ledger missing": (_ledger_missing, "STATE_DAMAGED", "beta/generations/000001/ledger.csv"),
-          "run.json not an object": (_run_json_wrong, "STATE_DAMAGED", "beta/generations/000001/run.json")}
+          "run.json not an object": (_run_json_wrong, "STATE_DAMAGED", "beta/generations/000001/run.json"),
+          "run.json coverage hollow": (_coverage_hollow, "STATE_DAMAGED", "beta/current/run.json")}
 
 
 @pytest.mark.parametrize("kind", sorted(DAMAGE))
@@ -332,9 +369,12 @@ def test_one_damaged_source_gets_its_own_line_and_the_others_are_summarised(stat
     assert sorted(lines) == sorted(SMALL)
     assert lines["beta"].startswith(f"beta: {code}")
     assert "generation 000001" in lines["alpha"] and "generation 000001" in lines["gamma"]
-    # the same code as status on the source's own directory
+    # the same code as status on the source's own directory (which names no code for a
+    # coverage block it cannot summarise: exit 2 all the same)
     alone = run_cli("status", str(state / "beta"), "--json")
-    assert alone.returncode == 2 and json.loads(alone.stdout)["code"] == code
+    assert alone.returncode == 2
+    if kind != "run.json coverage hollow":
+        assert json.loads(alone.stdout)["code"] == code
 
 
 def test_write_atomically_never_follows_a_planted_temporary_name(tmp_path):

@@ -19,7 +19,8 @@ from collection.commands import examples
 
 from collection.canonical import ordered_json
 from collection.merge.ledger import MergeInvalid, iter_ledger
-from collection.store.generations import LEDGER, StateDamaged, check_generation, read_record_file
+from collection.store.generations import (LEDGER, RUN_RECORD, STATE_DAMAGED, StateDamaged, check_generation,
+                                          read_record_file)
 from collection.merge.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
 from collection.store.datasetrecord import DATASET_RECORD, DatasetRecordDamaged, is_source_name, read_dataset_record
 
@@ -162,8 +163,17 @@ def summarise_dataset(directory: str) -> dict | None:
         summary, damage = None, None
         try:
             summary = summarise(os.path.join(directory, name))
+            if summary is not None:
+                _source_line({"name": name, "last_run": "ran", "code": None, "summary": summary, "damage": None})
         except (StateDamaged, MergeInvalid) as exc:
             damage = _damage(exc, name)
+        except (KeyError, TypeError, ValueError) as exc:
+            # run.json has its members but not what they hold (a coverage block without its
+            # members, a count that is not a number): the generation cannot be summarised
+            summary, damage = None, {"code": STATE_DAMAGED, "file": os.path.join(name, "current", RUN_RECORD),
+                                     "message": f"{os.path.join(directory, name, 'current', RUN_RECORD)}: cannot be "
+                                                f"summarised ({type(exc).__name__}: {str(exc)[:200]}); `collection "
+                                                "run --resync` sets the damaged generation aside and starts again"}
         except OSError as exc:
             damage = {"code": None, "file": os.path.join(name, os.path.relpath(exc.filename, os.path.join(
                 directory, name))) if exc.filename else name, "message": f"cannot be read: {exc.strerror or exc}"}

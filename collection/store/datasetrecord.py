@@ -86,10 +86,17 @@ def _salvage(document: Any) -> int:
 def check_dataset_record(directory: str, document: Any) -> dict:
     """`document` (parsed JSON) if it is a dataset record; DatasetRecordDamaged otherwise."""
     check, validator = _validator()
-    if not check(document):
+    try:
+        sound = check(document)
+    except RecursionError:
+        raise DatasetRecordDamaged(directory, "is nested too deeply to be a dataset record") from None
+    if not sound:
         import jsonschema
 
-        error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+        try:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+        except RecursionError:
+            raise DatasetRecordDamaged(directory, "is nested too deeply to be a dataset record") from None
         where = "/" + "/".join(str(p) for p in error.absolute_path) if error is not None else ""
         detail = (error.message if error is not None else "invalid")
         if len(detail) > _DETAIL:
@@ -168,7 +175,7 @@ def update_dataset_record(directory: str, merge: Callable[[dict | None, int], di
                     pass
         try:
             previous = read_dataset_record(directory)
-            counter = previous["dataset_run"] if previous else 0
+            counter = int(previous["dataset_run"]) if previous else 0     # 7.0 is an integer to JSON Schema
         except DatasetRecordDamaged as exc:
             moved = _set_aside(directory) if os.path.lexists(path) else None
             if warn is not None:
@@ -188,4 +195,4 @@ def last_dataset_run(directory: str) -> int:
         record = read_dataset_record(directory)
     except DatasetRecordDamaged as exc:
         return exc.dataset_run
-    return record["dataset_run"] if record else 0
+    return int(record["dataset_run"]) if record else 0
