@@ -117,6 +117,51 @@ def test_eight_concurrent_only_jobs_replayed_three_rounds(tmp_path):
         _check_round(state, _concurrent_round(str(recipe), state, ["--replay", str(replay)]), round_number)
 
 
+def test_jobs_killed_at_random_instants_leave_a_sound_record_and_the_next_round_is_exact(tmp_path):
+    """Issue 24 point 7 (GUIDE, State: a kill at any instant leaves old or new): three of
+    eight concurrent jobs are SIGKILLed at random instants; the record is still a sound
+    record, every source old or new, and the next round of eight exits 0 with every source
+    current and exact and the counter up by exactly eight."""
+    import random
+    import signal
+    import time
+
+    recipe, replay = tmp_path / "fleet.dataset.json", tmp_path / "fleet.fixture.json"
+    recipe.write_bytes(_dataset())
+    replay.write_text(json.dumps(fixture_for([url for name in NAMES for url in URLS[name]])))
+    state = tmp_path / "state"
+    rng = random.Random(24)
+    for _ in range(2):
+        procs = [subprocess.Popen([PYTHON, "-m", "collection", "run", str(recipe), "--only", name, "--state",
+                                   str(state), "--replay", str(replay)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, cwd=REPO) for name in NAMES]
+        victims = rng.sample(procs, 3)
+        started = time.monotonic()
+        for proc, at in sorted(((p, rng.uniform(0.2, 2.5)) for p in victims), key=lambda pair: pair[1]):
+            time.sleep(max(0.0, started + at - time.monotonic()))
+            proc.send_signal(signal.SIGKILL)
+        for proc in procs:
+            proc.wait(timeout=300)
+        for name in NAMES:
+            check_state(state / name, ("title", "body"))
+        if (state / "dataset-run.json").exists():
+            _validator().validate(json.loads((state / "dataset-run.json").read_bytes()))
+    before = json.loads((state / "dataset-run.json").read_bytes())["dataset_run"] \
+        if (state / "dataset-run.json").exists() else 0
+    outputs = _concurrent_round(str(recipe), state, ["--replay", str(replay)])
+    merged = json.loads((state / "dataset-run.json").read_bytes())
+    _validator().validate(merged)
+    assert merged["dataset_run"] == before + JOBS
+    assert sorted(o["dataset_run"] for o in outputs) == list(range(before + 1, before + JOBS + 1))
+    for entry, output in zip(merged["sources"], outputs):
+        assert entry["status"] == "ran" and entry["dataset_run"] == output["dataset_run"]
+        assert entry["record"]["generation"] == check_state(state / entry["name"], ("title", "body"))
+        assert _rows(state, entry["name"]) == _expected_rows(entry["name"])
+    assert not [n for n in os.listdir(state) if ".tmp" in n]
+    status = run_cli("status", str(state))
+    assert status.returncode == 0, status.stderr
+
+
 # --- the merge rule (pure) ----------------------------------------------------------------------
 
 def _entry(name: str, status: str, code: str | None = None) -> dict:
@@ -260,22 +305,28 @@ def test_status_names_a_damaged_dataset_record_and_still_lists_every_source(stat
     assert any(line.strip().startswith("dataset-run.json: STATE_DAMAGED") for line in human.stdout.splitlines())
 
 
-def test_a_run_sets_a_damaged_dataset_record_aside_and_keeps_a_counter_it_can_still_read(state, tmp_path):
+@pytest.mark.parametrize("kind", ["counts wrong, counter readable", "not UTF-8", "a list", "truncated"])
+def test_a_run_sets_a_damaged_dataset_record_aside_and_keeps_a_counter_it_can_still_read(state, tmp_path, kind):
     """Issue 24 point 7: the next dataset run moves a damaged record to DIR/set-aside/ and
-    writes a sound one; a counter still readable in the damaged record keeps counting."""
+    writes a sound one (never INTERNAL_ERROR); a counter still readable in the damaged record
+    keeps counting, else counting starts again."""
     path = state / "dataset-run.json"
     real = json.loads(path.read_bytes())
-    damaged = json.dumps({**real, "dataset_run": 41, "counts": "?"}).encode()
+    damaged, after = {"counts wrong, counter readable": (json.dumps({**real, "dataset_run": 41, "counts": "?"}), 42),
+                      "not UTF-8": ('{"dataset_run": 41, "dataset": "\udcff"}', 1),
+                      "a list": ("[41]", 1),
+                      "truncated": (path.read_text()[:100], 1)}[kind]
+    damaged = damaged.encode("utf-8", "surrogateescape")
     path.write_bytes(damaged)
     recipe, replay = _small_recipe(tmp_path)
     done = run_cli("run", recipe, "--state", str(state), "--replay", replay, "--only", "beta", "--json")
     assert done.returncode == 0, done.stderr
-    assert "STATE_DAMAGED" in done.stderr
-    assert json.loads(done.stdout)["dataset_run"] == 42
+    assert "STATE_DAMAGED" in done.stderr and "INTERNAL_ERROR" not in done.stderr
+    assert json.loads(done.stdout)["dataset_run"] == after
     aside = os.listdir(state / "set-aside")
     assert len(aside) == 1 and (state / "set-aside" / aside[0]).read_bytes() == damaged
     as_json, summary, _ = _status(state)
-    assert as_json.returncode == 0 and summary["dataset_run"] == 42
+    assert as_json.returncode == 0 and summary["dataset_run"] == after
     # the record starts again: only beta's entry is from a run; the others are listed, unchosen
     assert [(s["name"], s["last_run"]) for s in summary["sources"]] == [
         ("alpha", "not_chosen"), ("beta", "ran"), ("gamma", "not_chosen")]
