@@ -272,6 +272,8 @@ WRONG_SHAPES = {
     "not UTF-8": b'{"record_version": 1, "dataset": "\xff\xfe"}\n',
     "empty": b"",
     "a number where the counter is": b'{"dataset_run": 1e400}',
+    "a secret in a member of the wrong type": b'{"record_version": 1, "dataset": "small", "dataset_run": 2, '
+                                              b'"gate": ["redis://:hunter2@gate:6379/0"], "counts": {}, "sources": []}',
 }
 
 
@@ -303,6 +305,8 @@ def test_status_names_a_damaged_dataset_record_and_still_lists_every_source(stat
     assert all(s["summary"]["rows"] == 2 for s in summary["sources"])
     assert sorted(_source_lines(human)) == sorted(SMALL)
     assert any(line.strip().startswith("dataset-run.json: STATE_DAMAGED") for line in human.stdout.splitlines())
+    # the message names the rule broken, never the value (an older record may hold a password)
+    assert "hunter2" not in as_json.stdout + as_json.stderr + human.stdout + human.stderr
 
 
 @pytest.mark.parametrize("kind", ["counts wrong, counter readable", "not UTF-8", "a list", "truncated"])

@@ -12,7 +12,7 @@ A source refused (at registration, or by a run-level refusal such as STATE_LOCKE
 reported and the others still run. The dataset record (schemas/dataset-run-record.schema.json)
 lists every source in the dataset's order; `--json` prints this run's. DIR/dataset-run.json
 is the directory's: several runs (`--only` jobs) may share DIR at once, so each merges its
-outcomes into it under a lock (collection/store/datasetrecord.py, `merge_record`): a source's
+outcomes into it (`merge_record`) under a lock (collection/store/datasetrecord.py): a source's
 entry there is from the last run that ran it, and `dataset_run` counts the runs. A run's
 number is taken from the counter when it writes the record; the fixture run a `--replay` or
 `--record` uses (one fixture holds every origin of the dataset) is the counter read at its

@@ -34,7 +34,7 @@ SCHEMA = "dataset-run-record.schema.json"
 # A source's name (schemas/source.schema.json "name"), matched whole: an entry names the
 # directory DIR/<name>/ that status reads, so it must never be a path.
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
-_DETAIL = 300                   # a schema error quotes the value: keep the message one line
+_DETAIL = 300                   # keep the message one line
 
 
 class DatasetRecordDamaged(StateDamaged):
@@ -83,6 +83,14 @@ def _salvage(document: Any) -> int:
     return value if type(value) is int and value >= 1 else 0
 
 
+def _describe(error) -> str:
+    """The rule a value broke, never the value: a record an older version wrote may hold what
+    must not be printed (a gate URL with its password, say)."""
+    if error.validator in ("required", "additionalProperties"):
+        return error.message          # names members, not their values
+    return f"fails {error.validator!s} {json.dumps(error.validator_value, sort_keys=True)}"
+
+
 def check_dataset_record(directory: str, document: Any) -> dict:
     """`document` (parsed JSON) if it is a dataset record; DatasetRecordDamaged otherwise."""
     check, validator = _validator()
@@ -98,7 +106,7 @@ def check_dataset_record(directory: str, document: Any) -> dict:
         except RecursionError:
             raise DatasetRecordDamaged(directory, "is nested too deeply to be a dataset record") from None
         where = "/" + "/".join(str(p) for p in error.absolute_path) if error is not None else ""
-        detail = (error.message if error is not None else "invalid")
+        detail = _describe(error) if error is not None else "invalid"
         if len(detail) > _DETAIL:
             detail = detail[:_DETAIL] + "…"
         raise DatasetRecordDamaged(directory, f"does not match {SCHEMA} at {where or '/'}: {detail}",
