@@ -237,7 +237,7 @@ def command(directory: str, as_json: bool) -> None:
     """Summarise the state directory DIRECTORY: coverage, pages by state, what to do next."""
     if os.path.lexists(os.path.join(directory, DATASET_RECORD)):
         # a dataset directory, whatever its sources are named (one may be `current`)
-        _print_dataset(summarise_dataset(directory), directory, as_json)
+        _print_dataset(_dataset_or_exit(directory), directory, as_json)
     try:
         summary = summarise(directory)
     except (StateDamaged, MergeInvalid) as exc:
@@ -252,11 +252,7 @@ def command(directory: str, as_json: bool) -> None:
         click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
         sys.exit(2)
     if summary is None and os.path.isdir(directory):
-        try:
-            dataset = summarise_dataset(directory)
-        except OSError as exc:          # DIR itself cannot be listed
-            click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
-            sys.exit(2)
+        dataset = _dataset_or_exit(directory)
         if dataset is not None:
             _print_dataset(dataset, directory, as_json)
     if summary is None:
@@ -281,6 +277,14 @@ def command(directory: str, as_json: bool) -> None:
     for line in summary["next"]:
         click.echo(f"  → {line}")
     sys.exit(0)
+
+
+def _dataset_or_exit(directory: str) -> dict | None:
+    try:
+        return summarise_dataset(directory)
+    except OSError as exc:          # DIR itself cannot be listed
+        click.echo(f"collection status: cannot read {directory}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
 
 
 def _print_dataset(dataset: dict, directory: str, as_json: bool) -> None:
