@@ -196,7 +196,7 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
             user_agent_url, keep, log_json, replay, record, gate, only, metrics_file) -> None:
     """Run the collection RECIPE (a source, or every collection source of a dataset into
     --state/<source name>/) against its publisher and write a new generation to --state."""
-    from collection.run.dataset import DatasetSettings, execute_dataset, is_dataset
+    from collection.run.dataset import DatasetRecordError, DatasetSettings, execute_dataset, is_dataset
     from collection.run.progress import JsonLog, Progress
 
     data = _read(recipe, "recipe")
@@ -216,9 +216,16 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
                             token=user_agent_token, info_url=user_agent_url, gate=gate)
         log = JsonLog(shell.clock) if log_json else None
         if dataset:
-            result = execute_dataset(data, DatasetSettings(state_dir, only=tuple(only), resync=resync,
-                                                           deadline_seconds=deadline, keep=keep, plan=plan),
-                                     shell, log=log)
+            try:
+                result = execute_dataset(data, DatasetSettings(state_dir, only=tuple(only), resync=resync,
+                                                               deadline_seconds=deadline, keep=keep, plan=plan),
+                                         shell, log=log, warn=lambda line: click.echo(f"collection run: {line}",
+                                                                                      err=True))
+            except DatasetRecordError as exc:
+                # the sources' own generations are written: report them, then the record (exit 2)
+                click.echo(f"collection run: {exc}", err=True)
+                metrics.dataset(exc.record)
+                _dataset_exit(exc.record, as_json, state_dir, recipe, record_failed=True)
             metrics.dataset(result)
             _dataset_exit(result, as_json, state_dir, recipe)
         settings = RunSettings(state_dir, resync=resync, deadline_seconds=deadline, keep=keep, plan=plan)
@@ -348,7 +355,8 @@ def dataset_summary(result: dict, state_dir: str | None = None, recipe: str = "R
     return "\n".join(lines)
 
 
-def _dataset_exit(result: dict, as_json: bool, state_dir: str | None = None, recipe: str = "RECIPE") -> None:
+def _dataset_exit(result: dict, as_json: bool, state_dir: str | None = None, recipe: str = "RECIPE",
+                  record_failed: bool = False) -> None:
     for source in result["sources"]:
         for refusal in source["refusals"]:
             click.echo(f"{source['name']}: {refusal['code']}: {refusal['message']} [{refusal['rule']}]"
@@ -358,4 +366,4 @@ def _dataset_exit(result: dict, as_json: bool, state_dir: str | None = None, rec
                        err=True)
     click.echo(ordered_json(result) if as_json else dataset_summary(result, state_dir, recipe))
     counts = result["counts"]
-    sys.exit(2 if counts["error"] else 1 if counts["refused"] else 0)
+    sys.exit(2 if counts["error"] or record_failed else 1 if counts["refused"] else 0)
