@@ -46,7 +46,11 @@ def _walk(root: str, problems: dict[str, str]) -> list[str]:
     seen: set[tuple[int, int]] = set()
     # (directory, the (device, inode) of it and of each directory above it on this path)
     stack: list[tuple[str, frozenset[tuple[int, int]]]] = []
-    top = os.stat(root)
+    try:
+        top = os.stat(root)
+    except OSError as exc:            # gone or changed since it was found to be a directory
+        problems[root] = _reason(exc)
+        return [root]
     seen.add((top.st_dev, top.st_ino))
     stack.append((root, frozenset({(top.st_dev, top.st_ino)})))
     while stack:
