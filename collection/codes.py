@@ -155,6 +155,11 @@ _ENTRIES = [
          "Cast it: cast(page_ordinal as integer), cast(page_fetched_at as timestamp with time zone).", "REF-08", "PROV-18", "D-49"),
     _run("STATE_LOCKED", "Another run holds the state directory's lock.",
          "Wait for that run to finish; a lock left by a killed run is cleared automatically."),
+    _run("FIXTURE_TOO_LARGE",
+         "The --replay fixture, or what its gzip stream decompresses to, is larger than this process reads "
+         "(1 GiB, or 1/8 of an address-space limit such as ulimit -v), or reading it ran out of memory: a gzip "
+         "bomb, or a corpus too large for the memory the run may use. Nothing was requested or written.",
+         "Check that the right file was given; split a large corpus, or raise the memory limit."),
     _run("INTERNAL_ERROR",
          "The command met an error nobody planned for (a bug). It exits 70 with this code and one line naming the error, never a traceback; a run that ends this way leaves the previous generation current.",
          "Report the line with the command that gave it.", "REF-04"),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from collection import codes
 from collection.commands import examples, failure_lines
 
 from collection.canonical import ordered_json
@@ -65,7 +66,14 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
 
         try:
             fixture = load_fixture(replay)
-        except (OSError, FixtureError, ValueError) as exc:
+        except FixtureError as exc:
+            if exc.code is not None:        # a bound of this process (a gzip bomb, a memory limit): a refusal
+                from collection.recipe.refusal import Refusal
+
+                raise RefusedError([Refusal(exc.code, "", f"cannot replay {replay}: {exc.message}",
+                                            "a fixture is read within the process's memory (docs/fixtures.md)")]) from None
+            raise RunUsageError(f"cannot replay {replay}: {exc}") from None
+        except (OSError, ValueError) as exc:
             raise RunUsageError(f"cannot replay {replay}: {exc}") from None
         clock = VirtualClock(turns=True)    # deterministic replays on several workers
 
@@ -211,7 +219,7 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
             _usage(problem)
     metrics = _Metrics(metrics_file, data, state_dir, dataset)
     try:
-        plan = load_plan(_read(plan_path, "action plan")) if plan_path else None
+        plan = load_plan(_read(plan_path, "action plan"), f"the action plan {plan_path}") if plan_path else None
         shell = build_shell(replay=replay, record=record, ca_bundle=ca_bundle, resolve=resolve,
                             token=user_agent_token, info_url=user_agent_url, gate=gate)
         log = JsonLog(shell.clock) if log_json else None
@@ -242,7 +250,10 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
     except (RefusedError, StateLocked) as exc:
         refusals = exc.refusals if isinstance(exc, RefusedError) else [exc.to_refusal()]
         for refusal in refusals:
-            click.echo(f"{refusal.code}: {refusal.message} [{refusal.rule}]"
+            # a registration refusal is the recipe's: name the file, as validate does
+            entry = codes.lookup(refusal.code)
+            click.echo(("" if entry is None or entry.kind != codes.REGISTRATION else f"{recipe}: ")
+                       + f"{refusal.code}: {refusal.message} [{refusal.rule}]"
                        + (f" at {refusal.pointer}" if refusal.pointer else ""), err=True)
         if as_json:
             click.echo(ordered_json({"refused": True, "code": refusals[0].code,

@@ -66,8 +66,8 @@ class DatasetSettings:
 def is_dataset(data: bytes) -> bool:
     try:
         document = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return False
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False        # registration says why (JSON_INVALID, JSON_TOO_DEEP), naming the file
     return isinstance(document, dict) and "sources" in document and "connector" not in document
 
 
@@ -264,6 +264,6 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
 def _dataset_name(data: bytes) -> str:
     try:
         return str(json.loads(data).get("name", ""))
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return ""
 

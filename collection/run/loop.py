@@ -133,7 +133,7 @@ def source_held_refusal(exc: SourceHeld) -> RefusedError:
 PLAN_ACTIONS = ("refresh", "resync")
 
 
-def load_plan(data: bytes) -> dict:
+def load_plan(data: bytes, name: str = "the action plan") -> dict:
     """An action-plan document: a JSON object, optionally {"action": "refresh"|"resync"}.
 
     Raises RunUsageError when it is not one; a `schedule` member is *not* a usage error
@@ -142,7 +142,9 @@ def load_plan(data: bytes) -> dict:
     try:
         plan = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise RunUsageError(f"the action plan is not JSON: {exc}") from None
+        raise RunUsageError(f"{name} is not JSON: {exc}") from None
+    except RecursionError:
+        raise RunUsageError(f"JSON_TOO_DEEP: {name} nests arrays or objects too deeply to read") from None
     if not isinstance(plan, dict):
         raise RunUsageError("the action plan is not a JSON object")
     action = plan.get("action", "refresh")
