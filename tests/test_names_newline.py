@@ -63,6 +63,7 @@ VALID = {
     r"^[a-z][a-z0-9_]*$(?!\n)": "public_records",
     r"^https://[^\r\n]*$(?!\n)": "https://www.example.com/decisions?page=1",
     r"^sha256:[0-9a-f]{64}$(?!\n)": "sha256:" + "ab" * 32,
+    r"^failed-bodies/[0-9a-f]{24}[.]body$(?!\n)": "failed-bodies/" + "0a" * 12 + ".body",
     r"^[a-z][a-z0-9_.-]*@[0-9]+\.[0-9]+\.[0-9]+$(?!\n)": "public.https.collection@2.0.0",
     r"^(/([^~]|~[01])*)*$(?!\n)": "/data/items~1x",
     r"^https://[a-z0-9.-]+$(?!\n)": "https://www.example.com",
