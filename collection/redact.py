@@ -5,8 +5,10 @@ Every place that shows or stores a gate URL, or an error that may hold one, pass
 here: messages, `--json`, run and dataset records, status, `--log-json` and the INTERNAL_ERROR
 line. The rule, for `scheme://USERINFO@HOST...`:
 
-- the userinfo ends at the LAST `@` of the URL (a raw `@` inside a password stays inside it):
-  `user:pw@` is shown `user:***@`, and `:pw@` or `pw@` (a password alone) `***@`;
+- the userinfo ends at the LAST `@` of the URL (a raw `@`, `/`, `:` inside a password stays
+  inside it; wider than a URL parser's authority on purpose, so a malformed URL is masked too):
+  `user:pw@` is shown `user:***@`, and `:pw@` or `pw@` (a password alone) `***@`; when what
+  comes before that `@` holds a `?` or `#`, everything after the scheme is `***`;
 - every query value is `***` except a `db` that is a plain integer; a query member without
   `=` is `***` (it could be a value); a fragment is `#***`;
 - text that is not a URL but holds an `@` has everything before its last `@` masked.
@@ -57,6 +59,10 @@ def redact_url(text: str) -> str:
     userinfo = None
     if "@" in rest:
         userinfo, rest = rest.rsplit("@", 1)
+        if "?" in userinfo or "#" in userinfo:
+            # a query or fragment value with an `@`, or a password with a raw `?` or `#`:
+            # either way what follows the `@` may be a secret's tail
+            return prefix + MASK
     rest, hash_, _fragment = rest.partition("#")
     head, question, query = rest.partition("?")
     shown = prefix + (_userinfo(userinfo) + "@" if userinfo is not None else "") + head

@@ -24,16 +24,18 @@ class RedisServer:
     """Options (defaults: a plain server, no password, no TLS, as the other gate tests use):
     `password`: `requirepass`; `users`: ACL rules, one string per user (`alice on >secret
     ~collection:* +@all`), given as `user` directives; `tls`: a trustme.CA, and the server then
-    listens only with TLS (`--port 0 --tls-port`), its certificate minted for 127.0.0.1 and
-    localhost (`ca_path` is the CA bundle a client trusts)."""
+    listens only with TLS (`--port 0 --tls-port`), its certificate minted for `tls_names`
+    (127.0.0.1 and localhost; `ca_path` is the CA bundle a client trusts)."""
 
-    def __init__(self, directory: str, *, password: str | None = None, users: tuple[str, ...] = (), tls=None):
+    def __init__(self, directory: str, *, password: str | None = None, users: tuple[str, ...] = (), tls=None,
+                 tls_names: tuple[str, ...] = ("127.0.0.1", "localhost")):
         self.directory = directory
         self.port = free_port()
         self.process: subprocess.Popen | None = None
         self.password = password
         self.users = tuple(users)
         self.tls = tls
+        self.tls_names = tuple(tls_names)
         self.ca_path: str | None = None
 
     @property
@@ -51,7 +53,7 @@ class RedisServer:
         for rules in self.users:
             options += ["--user", *rules.split()]
         if self.tls is not None:
-            cert = self.tls.issue_cert("127.0.0.1", "localhost")
+            cert = self.tls.issue_cert(*self.tls_names)
             paths = {name: os.path.join(self.directory, name) for name in ("server.pem", "server.key", "ca.pem")}
             cert.cert_chain_pems[0].write_to_path(paths["server.pem"])
             cert.private_key_pem.write_to_path(paths["server.key"])
@@ -69,6 +71,7 @@ class RedisServer:
             sock = raw
             if self.tls is not None:
                 context = ssl.create_default_context(cafile=self.ca_path)
+                context.check_hostname = False      # up is up, whatever names its certificate has
                 sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
             sock.sendall(b"PING\r\n")
             # a server that asks for a password is up too

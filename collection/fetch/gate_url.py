@@ -6,9 +6,11 @@ echoes the password (the client's own errors quote the URL). docs/running-many-s
     redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?db=DB]
     unix://[[USER]:PASSWORD@]/PATH/TO/SOCKET[?db=DB]
 
-- The userinfo ends at the last `@` (a password may hold a raw `@`, `/`, `?` or `#`); it is
-  split at its first `:` (a user name holds no `:`); without a `:` it is a password alone
-  (the Redis URI convention, `redis://PASSWORD@HOST`). Both are percent-decoded.
+- As in every URL parser, the authority ends at the first `/`, `?` or `#`, and its userinfo at
+  the authority's LAST `@` (so a password may hold a raw `@`; a `/`, `?` or `#` in it is
+  percent-encoded). The userinfo is split at its first `:` (a user name holds no `:`);
+  without a `:` it is a password alone (the Redis URI convention, `redis://PASSWORD@HOST`).
+  Both are percent-decoded.
 - HOST: a DNS name, an IPv4 address or a bracketed IPv6 address; PORT 1..65535 (6379); DB a
   non-negative integer (0), in the path or as `?db=`, not both.
 - Decided: the only query parameter is `db`. Any other is refused by its name (its value is
@@ -127,9 +129,13 @@ def parse_gate_url(text: str, *, password: str | None = None) -> GateAddress:
     if not sep or scheme.lower() not in SCHEMES:
         raise _fail(text, "the scheme is not redis://, rediss:// or unix://")
     scheme = scheme.lower()
+    # As every URL parser (WHATWG, urllib): the authority ends at the first `/`, `?` or `#`,
+    # and its userinfo at the authority's last `@`.
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
     username = url_password = None
-    if "@" in rest:
-        userinfo, rest = rest.rsplit("@", 1)
+    if "@" in authority:
+        userinfo, authority = authority.rsplit("@", 1)
         if not userinfo:
             raise _fail(text, "an empty userinfo before `@`")
         user, colon, secret = userinfo.partition(":")
@@ -138,19 +144,25 @@ def parse_gate_url(text: str, *, password: str | None = None) -> GateAddress:
         if not secret:
             raise _fail(text, "an empty password")
         username, url_password = (unquote(user) or None), unquote(secret)
-    if "#" in rest:
+    elif "@" in tail and ("#" in tail.split("@", 1)[0] or "?" not in tail.split("@", 1)[0]):
+        # not an `@` in a query value (refused below by its parameter's name)
+        raise _fail(text, "an `@` after the host: a password holding `/`, `?` or `#` is written "
+                          "percent-encoded (%2F, %3F, %23)")
+    if "#" in tail:
         raise _fail(text, "a fragment (`#`) has no meaning in a gate URL")
-    rest, _, query = rest.partition("?")
+    path, _, query = tail.partition("?")
     query_db = _query(text, query)
     if url_password is not None and password:
         raise _fail(text, "the URL carries a password and COLLECTION_GATE_PASSWORD is set: give it once")
     password = url_password if url_password is not None else (password or None)
     if scheme == "unix":
-        if not rest.startswith("/") or rest == "/":
+        if authority:
+            raise _fail(text, "a unix:// address has no host: unix:///PATH/TO/SOCKET")
+        if not path.startswith("/") or path == "/":
             raise _fail(text, "a unix:// address names the socket's absolute path (unix:///run/redis.sock)")
-        return GateAddress(scheme, None, None, rest, query_db or 0, username, password)
-    hostport, _, path = rest.partition("/")
-    host, port = _host(text, hostport)
+        return GateAddress(scheme, None, None, path, query_db or 0, username, password)
+    host, port = _host(text, authority)
+    path = path[1:] if path.startswith("/") else path
     path_db = _db(text, path, "in the path") if path else None
     if path_db is not None and query_db is not None:
         raise _fail(text, "the database is given in the path and as ?db=: give it once")
