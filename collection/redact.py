@@ -29,6 +29,7 @@ MASK = "***"
 SAFE_QUERY = frozenset({"db"})      # shown as they are when their value is a plain integer
 
 _URL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(\S*)")
+_GATE_SCHEMES = re.compile(r"(?i)^(redis|rediss|unix|valkey|valkeys)(\+[a-z0-9.-]+)?://")
 _known: set[str] = set()            # the process's secrets (remember); never written anywhere
 
 
@@ -78,15 +79,22 @@ def _forms(secret: str) -> set[str]:
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """Free text with every URL in it redacted and every form of each of `secrets` (and of the
-    secrets remembered) replaced by `***`; longer secrets first, so no part of one is left."""
+    """Free text with every gate URL (and every URL with a userinfo) in it redacted, and every
+    form of each of `secrets` (and of the secrets remembered) replaced by `***`; longer
+    secrets first, so no part of one is left."""
     forms: set[str] = set()
     for secret in (*secrets, *_known):
         if secret:
             forms |= _forms(secret)
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, MASK)
-    return _URL.sub(lambda m: redact_url(m.group(1) + m.group(2)), text)
+    return _URL.sub(_redact_match, text)
+
+
+def _redact_match(match: re.Match) -> str:
+    # A gate URL, or any URL with a userinfo; a publisher's https URL with a query stays as it is.
+    url = match.group(0)
+    return redact_url(url) if _GATE_SCHEMES.match(url) or "@" in match.group(2) else url
 
 
 def remember(secret: str | None) -> None:

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from urllib.parse import quote
 
@@ -86,6 +87,27 @@ def test_scrub_removes_a_known_secret_in_any_encoding_and_any_url_from_free_text
     assert shown.count(MASK) >= 4
 
 
+def test_scrub_leaves_a_publisher_url_alone_but_masks_any_url_with_a_userinfo():
+    text = "listing https://a.example.com/list?page=2&q=x failed; proxy http://u:hunter2@p.example/"
+    assert scrub(text) == "listing https://a.example.com/list?page=2&q=x failed; proxy http://u:***@p.example/"
+
+
+def test_the_json_log_scrubs_every_field(tmp_path):
+    """--log-json: an error text in any field that quotes the gate URL or the password."""
+    import io
+
+    from collection.fetch.clock import SystemClock
+    from collection.run.progress import JsonLog
+
+    secret = 'q"uote\\d-9f3'
+    remember(secret)
+    stream = io.StringIO()
+    JsonLog(SystemClock(), stream)("page_internal_error", error=f"at redis://:{PW}@h/0 with {secret}")
+    line = stream.getvalue()
+    _absent(line, PW, "s3cr", "pa55", "uote")
+    assert MASK in json.loads(line)["error"]
+
+
 def test_a_remembered_secret_is_scrubbed_from_text_nobody_planned_for():
     secret = "zq-remembered-9f2"
     remember(secret)
@@ -153,6 +175,9 @@ def test_a_malformed_gate_url_is_refused_naming_what_is_wrong_without_the_passwo
 def test_the_password_may_come_from_the_environment_but_not_from_both_places():
     address = parse_gate_url("redis://127.0.0.1:6379/0", password=PW)
     assert address.password == PW and PW not in address.description and MASK in address.description
+    address = parse_gate_url("redis://alice@127.0.0.1:6379/0", password=PW)      # then the userinfo is the user
+    assert (address.username, address.password) == ("alice", PW)
+    assert parse_gate_url("redis://alice@127.0.0.1:6379/0").password == "alice"  # else a password alone
     with pytest.raises(GateUrlError) as caught:
         parse_gate_url(f"redis://:{PW}@127.0.0.1/0", password="other")
     _absent(str(caught.value), PW, "other")
@@ -205,14 +230,15 @@ def redis_tls(tmp_path_factory):
 
 def _exercise(gate) -> None:
     """Every kind of call a run makes of the gate, so an ACL that lacks one command fails."""
+    host = f"h{uuid.uuid4().hex[:8]}.example.com"          # a fresh origin: no gap from an earlier call
     gate.check()
-    lease = gate.acquire("a.example.com", 1, 30)
+    lease = gate.acquire(host, 1, 30)
     assert not isinstance(lease, float)
     gate.sent(lease)
     gate.release(lease, retry_after=0.001)
-    gate.set_crawl_delay("a.example.com", 1.5)
-    assert isinstance(gate.acquire("a.example.com", 1, 30), float)       # the gap holds
-    with gate.source_lock("decisions", source_identity("decisions", allowed_origins=["https://a.example.com"])):
+    gate.set_crawl_delay(host, 1.5)
+    assert isinstance(gate.acquire(host, 1, 30), float)       # the gap holds
+    with gate.source_lock("decisions", source_identity("decisions", allowed_origins=[f"https://{host}"])):
         pass
 
 
@@ -240,10 +266,14 @@ def test_a_wrong_password_is_gate_unavailable_and_names_neither_password(redis_p
 
 
 def test_an_acl_user_with_only_the_gate_commands_and_keys_works(redis_acl):
-    """The ACL documented for the gate's user is enough for every call a run makes."""
+    """The ACL documented for the gate's user is enough for every call a run makes; the user
+    may take its password from COLLECTION_GATE_PASSWORD (`redis://alice@host`)."""
     gate = parse_gate(redis_acl.url_with(f"alice:{PW_ENC}"), 0.0)
     _exercise(gate)
     assert gate.description.startswith("redis://alice:***@")
+    from_env = parse_gate(redis_acl.url_with("alice"), 0.0, environ={PASSWORD_ENV: PW})
+    _exercise(from_env)
+    assert from_env.description.startswith("redis://alice:***@")
     with pytest.raises(GateUnavailable) as caught:
         parse_gate(redis_acl.url_with("alice:nope-nope"), 0.0).check()
     _absent(str(caught.value), PW, "nope-nope")
@@ -301,6 +331,18 @@ def test_source_locks_of_unrelated_datasets_do_not_collide_on_one_redis(redis_se
             with two.source_lock("decisions", council):
                 pass
         assert "dataset council" in held.value.holder and f"pid {os.getpid()}" in held.value.holder
+
+
+def test_a_lock_holder_planted_in_redis_is_shown_printable_and_bounded(redis_server):
+    """The holder's text comes from Redis, where anyone with access may have written it."""
+    import redis
+
+    identity = source_identity("decisions", dataset="council", allowed_origins=["https://a.example.com"])
+    redis.Redis(port=redis_server.port).set(source_lock_key(identity), "\x1b[2Jevil\n" + "x" * 5000)
+    with pytest.raises(SourceHeld) as held:
+        with RedisGate(redis_server.url).source_lock("decisions", identity):
+            pass
+    assert held.value.holder.isprintable() and len(held.value.holder) <= 200
 
 
 # --- real runs: every output -----------------------------------------------------------------------
@@ -371,12 +413,14 @@ def test_a_dataset_run_with_a_password_shows_it_nowhere(loopback, tmp_path, redi
 
 
 @pytest.mark.slow
-def test_a_single_run_with_an_acl_user_shows_the_password_nowhere(loopback, tmp_path, redis_acl):
+@pytest.mark.parametrize("from_env", [False, True])
+def test_a_single_run_with_an_acl_user_shows_the_password_nowhere(loopback, tmp_path, redis_acl, from_env):
     _publisher(loopback)
     recipe = tmp_path / "decisions.json"
     recipe.write_text(json.dumps(source_doc("decisions", ["https://a.example.com/p/1", "https://a.example.com/p/2"])))
     state = tmp_path / "state"
-    done = _collection(*_run_args(loopback, recipe, state, "--gate", redis_acl.url_with(f"alice:{PW}")))
+    gate = redis_acl.url_with("alice" if from_env else f"alice:{PW}")
+    done = _collection(*_run_args(loopback, recipe, state, "--gate", gate), env={PASSWORD_ENV: PW} if from_env else {})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["coverage"]["fetched_this_run"] == 2
     _absent(done.stdout + done.stderr + _everything_written(state))

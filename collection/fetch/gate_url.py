@@ -9,8 +9,9 @@ echoes the password (the client's own errors quote the URL). docs/running-many-s
 - As in every URL parser, the authority ends at the first `/`, `?` or `#`, and its userinfo at
   the authority's LAST `@` (so a password may hold a raw `@`; a `/`, `?` or `#` in it is
   percent-encoded). The userinfo is split at its first `:` (a user name holds no `:`);
-  without a `:` it is a password alone (the Redis URI convention, `redis://PASSWORD@HOST`).
-  Both are percent-decoded.
+  without a `:` it is a password alone (the Redis URI convention, `redis://PASSWORD@HOST`),
+  unless the password comes from COLLECTION_GATE_PASSWORD: then it is the user name
+  (`redis://alice@HOST`). Both are percent-decoded.
 - HOST: a DNS name, an IPv4 address or a bracketed IPv6 address; PORT 1..65535 (6379); DB a
   non-negative integer (0), in the path or as `?db=`, not both.
 - Decided: the only query parameter is `db`. Any other is refused by its name (its value is
@@ -139,11 +140,14 @@ def parse_gate_url(text: str, *, password: str | None = None) -> GateAddress:
         if not userinfo:
             raise _fail(text, "an empty userinfo before `@`")
         user, colon, secret = userinfo.partition(":")
-        if not colon:
-            user, secret = "", userinfo
-        if not secret:
-            raise _fail(text, "an empty password")
-        username, url_password = (unquote(user) or None), unquote(secret)
+        if not colon and password:
+            username = unquote(user)           # the password is the environment's
+        else:
+            if not colon:
+                user, secret = "", userinfo
+            if not secret:
+                raise _fail(text, "an empty password")
+            username, url_password = (unquote(user) or None), unquote(secret)
     elif "@" in tail and ("#" in tail.split("@", 1)[0] or "?" not in tail.split("@", 1)[0]):
         # not an `@` in a query value (refused below by its parameter's name)
         raise _fail(text, "an `@` after the host: a password holding `/`, `?` or `#` is written "

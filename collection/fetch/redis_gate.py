@@ -102,6 +102,13 @@ return 0
 """
 
 
+def _shown(holder: bytes) -> str:
+    """The holder a lock names, as read from Redis (anyone with access could have written it):
+    printable, at most 200 characters."""
+    text = holder.decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else "?" for c in text[:200])
+
+
 def source_lock_key(identity: str) -> str:
     """`collection:source:` and the SHA-256 of the source's identity: a fixed length whatever
     the names, and the same on every server."""
@@ -203,7 +210,7 @@ class RedisGate:
         ttl_ms = int(SOURCE_LOCK_SECONDS * 1000)
         if not self._call("lock", self._redis.set, key, token, nx=True, px=ttl_ms):
             holder = self._call("lock", self._redis.get, key)
-            raise SourceHeld(name, holder.decode("utf-8", "replace") if holder else "another run (just released)")
+            raise SourceHeld(name, _shown(holder) if holder else "another run (just released)")
         stop = threading.Event()
 
         def renew() -> None:
