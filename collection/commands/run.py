@@ -52,7 +52,8 @@ def _recording(transport, path: str, run_number: int, clock):
 
 
 def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None, resolve: tuple[str, ...],
-                token: str | None, info_url: str | None, gate: str | None = None) -> Shell:
+                token: str | None, info_url: str | None, gate: str | None = None,
+                gate_ca_bundle: str | None = None) -> Shell:
 
     token = token or DEFAULT_TOKEN
     info_url = info_url or DEFAULT_INFO_URL
@@ -111,12 +112,13 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
     from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
     from collection.fetch.gate import GATE_ENV, GateUnavailable, parse_gate
 
+    gate = gate or os.environ.get(GATE_ENV)
     try:
-        shared_gate = parse_gate(gate or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS)
+        shared_gate = parse_gate(gate, ARRIVAL_MARGIN_SECONDS, ca_bundle=gate_ca_bundle)
     except ValueError as exc:
-        raise RunUsageError(str(exc)) from None
+        raise RunUsageError(str(exc)) from None       # its message is already redacted
     except GateUnavailable as exc:
-        raise gate_refusal(exc, gate) from None
+        raise gate_refusal(exc, gate) from None       # which redacts the address
     return Shell(clock, live_transport, lambda source: Egress(resolve_map), token, gate=shared_gate)
 
 
@@ -193,15 +195,19 @@ def human_summary(record: dict, state_dir: str | None = None, recipe: str = "REC
 @click.option("--record", type=click.Path(dir_okay=False), help="Record the run's exchanges as a fixture.")
 @click.option("--gate", default=None, metavar="GATE",
               help="The politeness gate shared with other runs: `local` (the default: every run of this user "
-                   "on this machine), `local:DIR`, `redis://HOST:PORT/DB` (a fleet; also COLLECTION_GATE), or "
-                   "`none` — only for a run the operator knows is alone, since other runs then cannot see its "
-                   "requests. Replays never use a shared gate.")
+                   "on this machine), `local:DIR`, `redis://[USER:PASSWORD@]HOST:PORT/DB` (a fleet; `rediss://` "
+                   "for TLS, `unix:///PATH` for a socket; also COLLECTION_GATE, and the password may be in "
+                   "COLLECTION_GATE_PASSWORD instead), or `none` — only for a run the operator knows is alone, "
+                   "since other runs then cannot see its requests. Replays never use a shared gate.")
+@click.option("--gate-ca-bundle", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="CA certificates a rediss:// gate's certificate is checked against (also "
+                   "COLLECTION_GATE_CA_BUNDLE).  [default: the system's]")
 @click.option("--only", multiple=True, metavar="NAME", help="Dataset: run only this source (repeatable).")
 @click.option("--metrics-file", "metrics_file", default=None, metavar="PATH",
               help="Write the run's figures to PATH (*.prom) in the Prometheus text format, atomically, "
                    "for node_exporter's textfile collector (also when the run is refused).")
 def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, resolve, user_agent_token,
-            user_agent_url, keep, log_json, replay, record, gate, only, metrics_file) -> None:
+            user_agent_url, keep, log_json, replay, record, gate, gate_ca_bundle, only, metrics_file) -> None:
     """Run the collection RECIPE (a source, or every collection source of a dataset into
     --state/<source name>/) against its publisher and write a new generation to --state."""
     from collection.run.dataset import DatasetRecordError, DatasetSettings, execute_dataset, is_dataset
@@ -221,7 +227,8 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
     try:
         plan = load_plan(_read(plan_path, "action plan"), f"the action plan {plan_path}") if plan_path else None
         shell = build_shell(replay=replay, record=record, ca_bundle=ca_bundle, resolve=resolve,
-                            token=user_agent_token, info_url=user_agent_url, gate=gate)
+                            token=user_agent_token, info_url=user_agent_url, gate=gate,
+                            gate_ca_bundle=gate_ca_bundle)
         log = JsonLog(shell.clock) if log_json else None
         if dataset:
             try:

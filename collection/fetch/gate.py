@@ -38,11 +38,15 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Protocol
+from typing import Iterable, Iterator, Mapping, Protocol
 
 from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
+from collection.canonical import canonical_json
+from collection.redact import redact_url, remember
 
 GATE_ENV = "COLLECTION_GATE"
+PASSWORD_ENV = "COLLECTION_GATE_PASSWORD"      # the fleet gate's password, kept off the command line
+CA_BUNDLE_ENV = "COLLECTION_GATE_CA_BUNDLE"    # the CA certificates of a rediss:// gate
 LOCAL = "local"
 NONE = "none"
 LEASE_MARGIN_SECONDS = 30.0         # a lease outlives its request's timeout by this much
@@ -83,7 +87,7 @@ class Gate(Protocol):
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None: ...
 
-    def source_lock(self, name: str): ...
+    def source_lock(self, name: str, identity: str | None = None): ...
 
     def close(self) -> None: ...
 
@@ -94,22 +98,50 @@ def holder_description() -> str:
     return f"{socket.gethostname()} pid {os.getpid()}"
 
 
-def parse_gate(value: str | None, margin: float) -> "Gate | None":
+def source_identity(name: str, *, dataset: str | None = None, allowed_origins: Iterable[str] = ()) -> str:
+    """What makes two runs "the same source" for the fleet's source lock (issue 24 point 4,
+    docs/running-many-sources.md): the dataset's name (None for a source run alone), the
+    source's name, and its sorted allowed origins, which tell two unrelated recipes that
+    happen to share both names apart. Canonical JSON, so every server computes the same text."""
+    return canonical_json({"dataset": dataset, "source": name, "allowed_origins": sorted(set(allowed_origins))})
+
+
+def parse_gate(value: str | None, margin: float, *, ca_bundle: str | None = None,
+               environ: Mapping[str, str] | None = None) -> "Gate | None":
     """The gate a `--gate` value (or COLLECTION_GATE) names: `local` (the default),
-    `local:DIR`, `none`, or `redis://HOST:PORT/DB` (`rediss://` for TLS). None means
-    the in-process scheduler alone. ValueError for anything else."""
+    `local:DIR`, `none`, or a fleet gate `redis://`, `rediss://` (TLS) or `unix://` address
+    (collection.fetch.gate_url). None means the in-process scheduler alone. ValueError (a
+    usage error) for anything else; its message never holds a credential (collection.redact).
+
+    `ca_bundle` (--gate-ca-bundle, else COLLECTION_GATE_CA_BUNDLE): the CA certificates a
+    `rediss://` gate's certificate is checked against (else the system's). The password may
+    come from COLLECTION_GATE_PASSWORD instead of the URL (which `ps` shows)."""
+    environ = os.environ if environ is None else environ
     value = (value or LOCAL).strip()
+    redis_gate = value.lower().startswith(("redis://", "rediss://", "unix://"))
+    if ca_bundle is not None and not value.lower().startswith("rediss://"):
+        raise ValueError("--gate-ca-bundle is only for a rediss:// (TLS) gate")
     if value == NONE:
         return None
     if value == LOCAL:
         return LocalGate(default_directory(), margin=margin)
     if value.startswith(LOCAL + ":"):
         return LocalGate(value[len(LOCAL) + 1:], margin=margin)
-    if value.startswith(("redis://", "rediss://", "unix://")):
+    if redis_gate:
+        from collection.fetch.gate_url import parse_gate_url
         from collection.fetch.redis_gate import RedisGate
 
-        return RedisGate(value, margin=margin)
-    raise ValueError(f"--gate {value!r} is not `local`, `local:DIR`, `none` or redis://HOST:PORT/DB")
+        password = environ.get(PASSWORD_ENV) or None
+        remember(password)
+        address = parse_gate_url(value, password=password)
+        remember(address.password)
+        if address.tls:
+            ca_bundle = ca_bundle or environ.get(CA_BUNDLE_ENV) or None
+            if ca_bundle is not None and not os.path.isfile(ca_bundle):
+                raise ValueError(f"--gate-ca-bundle {ca_bundle}: no such file")
+        return RedisGate(address, margin=margin, ca_bundle=ca_bundle if address.tls else None)
+    raise ValueError(f"--gate {redact_url(value)!r} is not `local`, `local:DIR`, `none` or "
+                     "redis://HOST:PORT/DB (rediss:// for TLS, unix:///PATH for a socket)")
 
 
 def default_directory() -> str:
@@ -261,7 +293,7 @@ class LocalGate:
             record["crawl_delay"] = max(float(record.get("crawl_delay", 0.0)), min(float(seconds), MAX_DELAY_SECONDS))
 
     @contextmanager
-    def source_lock(self, name: str) -> Iterator[None]:
+    def source_lock(self, name: str, identity: str | None = None) -> Iterator[None]:
         # One machine: the state directory's own flock already keeps one run per source.
         yield
 

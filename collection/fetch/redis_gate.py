@@ -10,12 +10,15 @@ Keys, per host H (a hash tag keeps both on one Redis Cluster slot):
   collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time)
   collection:gate:{H}:leases   sorted set: lease id -> expiry
   collection:gate:{H}:unsent   sorted set: the leases whose request is not written yet -> expiry
-  collection:source:NAME       a source's lock: the holder's description, with a TTL renewed while it runs
+  collection:source:SHA256     a source's lock (the hash of its identity: dataset, name, allowed origins):
+                               the holder's description, with a TTL renewed while it runs
 Every key expires after a week without use.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import uuid
 from contextlib import contextmanager
@@ -23,6 +26,8 @@ from typing import Iterator
 
 from collection.fetch.gate import (IDLE_EXPIRE_SECONDS, GateUnavailable, Lease, SourceHeld, _FULL_POLL_SECONDS,
                                    holder_description)
+from collection.fetch.gate_url import GateAddress, parse_gate_url
+from collection.redact import remember, scrub
 from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
 
 SOURCE_LOCK_SECONDS = 60.0          # a source lock lives this long unless renewed (every third of it)
@@ -97,20 +102,47 @@ return 0
 """
 
 
+def _shown(holder: bytes) -> str:
+    """The holder a lock names, as read from Redis (anyone with access could have written it):
+    printable, at most 200 characters."""
+    text = holder.decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else "?" for c in text[:200])
+
+
+def source_lock_key(identity: str) -> str:
+    """`collection:source:` and the SHA-256 of the source's identity: a fixed length whatever
+    the names, and the same on every server."""
+    return "collection:source:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+
 class RedisGate:
-    def __init__(self, url: str, *, margin: float = 0.0, timeout: float = 2.0):
+    """`address`: a GateAddress (collection.fetch.gate_url), or its URL text. `ca_bundle`: the
+    CA certificates a rediss:// server's certificate (and host name) is checked against."""
+
+    def __init__(self, address: "GateAddress | str", *, margin: float = 0.0, timeout: float = 2.0,
+                 ca_bundle: str | None = None):
         try:
             import redis
         except ImportError:          # pragma: no cover - redis is a dependency of the package
             raise GateUnavailable("the redis client is not installed") from None
+        if isinstance(address, str):
+            address = parse_gate_url(address)
         self._errors = (redis.exceptions.RedisError, OSError)
-        self.description = url.split("@", 1)[-1] if "@" in url else url     # never print a password
+        self._secrets = tuple(s for s in (address.password,) if s)
+        remember(address.password)
+        self.description = address.description      # the password shown as ***
         self.margin = float(margin)
+        # The client gets the parts, never the URL: its own errors quote a URL in full.
+        where = ({"unix_socket_path": address.path} if address.scheme == "unix"
+                 else {"host": address.host, "port": address.port})
+        tls = ({"ssl": True, "ssl_cert_reqs": "required", "ssl_check_hostname": True, "ssl_ca_certs": ca_bundle}
+               if address.tls else {})
         try:
-            self._redis = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
-                                               health_check_interval=0)
+            self._redis = redis.Redis(**where, **tls, db=address.db, username=address.username,
+                                      password=address.password, socket_timeout=timeout,
+                                      socket_connect_timeout=timeout, health_check_interval=0)
         except (ValueError, *self._errors) as exc:
-            raise GateUnavailable(f"cannot use the gate {self.description}: {exc}") from None
+            raise GateUnavailable(f"cannot use the gate {self.description}: {self._scrub(exc)}") from None
         self._acquire = self._redis.register_script(_ACQUIRE)
         self._sent = self._redis.register_script(_SENT)
         self._release = self._redis.register_script(_RELEASE)
@@ -125,7 +157,10 @@ class RedisGate:
         try:
             return fn(*args, **kw)
         except self._errors as exc:
-            raise GateUnavailable(f"the gate {self.description} failed ({what}): {exc}") from None
+            raise GateUnavailable(f"the gate {self.description} failed ({what}): {self._scrub(exc)}") from None
+
+    def _scrub(self, exc: BaseException) -> str:
+        return scrub(str(exc), self._secrets)
 
     @staticmethod
     def _keys(host: str) -> list[str]:
@@ -162,15 +197,20 @@ class RedisGate:
                    args=[min(float(seconds), MAX_DELAY_SECONDS), IDLE_EXPIRE_SECONDS])
 
     @contextmanager
-    def source_lock(self, name: str) -> Iterator[None]:
-        """Hold `collection:source:NAME` while the source runs, so two servers never run one
-        source at once; renewed every third of its TTL, so a dead holder's lock expires."""
-        key = f"collection:source:{name}"
-        token = f"{holder_description()} ({self._prefix})"
+    def source_lock(self, name: str, identity: str | None = None) -> Iterator[None]:
+        """Hold the source's lock while it runs, so two servers never run one source at once;
+        renewed every third of its TTL, so a dead holder's lock expires. The key is a hash of
+        the source's identity (collection.fetch.gate.source_identity; the bare name when none
+        is given), so unrelated datasets that share a source name never refuse each other;
+        the value says who holds it and for what."""
+        key = source_lock_key(identity if identity is not None else name)
+        what = json.loads(identity) if identity is not None else {"source": name}
+        scope = f"source {what.get('source')}" + (f" of dataset {what['dataset']}" if what.get("dataset") else "")
+        token = f"{holder_description()} ({self._prefix}), running {scope}"
         ttl_ms = int(SOURCE_LOCK_SECONDS * 1000)
         if not self._call("lock", self._redis.set, key, token, nx=True, px=ttl_ms):
             holder = self._call("lock", self._redis.get, key)
-            raise SourceHeld(name, holder.decode("utf-8", "replace") if holder else "another run (just released)")
+            raise SourceHeld(name, _shown(holder) if holder else "another run (just released)")
         stop = threading.Event()
 
         def renew() -> None:

@@ -42,6 +42,7 @@ from collection.store.datasetrecord import DATASET_RECORD, last_dataset_run, upd
 from collection.store.generations import StateLocked
 from collection.store.groupsync import Committer, FilesystemSync
 from collection.run.gcpause import paused_gc
+from collection.redact import scrub
 
 DATASET_RECORD_VERSION = 1
 
@@ -162,8 +163,9 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     transport = shell.transport_for(dataset_run)
     margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
     pacer = Pacer(Politeness(1, WORKER_CAP, margin=margin), gate, fair=True)
+    dataset_name = registration.dataset.name if registration.dataset else _dataset_name(data)
     shared = SharedRun(transport, pacer, sharers=host_sharers(entry.source for entry in chosen),
-                       committer=Committer(FilesystemSync.available(), around=paused_gc))
+                       committer=Committer(FilesystemSync.available(), around=paused_gc), dataset=dataset_name)
     lock = threading.Lock()
     # The sources open their state directories (lock, recovery, the predecessor's files) one
     # at a time: 256 threads doing it at once spent four times the CPU, each taking the
@@ -212,7 +214,8 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
                        "message": f"{getattr(exc, 'strerror', None) or exc}{where}; the previous generation is unchanged"}
         except Exception as exc:        # noqa: BLE001 - one source's defect must not hide the others' results
             outcome = {"status": ERROR, "code": None, "refusals": [], "record": None,
-                       "message": f"internal error: {type(exc).__name__}: {exc}; the previous generation is unchanged"}
+                       "message": scrub(f"internal error: {type(exc).__name__}: {exc}; "
+                                        "the previous generation is unchanged")}
         with lock:
             results[entry.index] = outcome
 
@@ -241,7 +244,7 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     counts = {status: sum(1 for s in sources if s["status"] == status) for status in STATUSES}
     record = {
         "record_version": DATASET_RECORD_VERSION,
-        "dataset": registration.dataset.name if registration.dataset else _dataset_name(data),
+        "dataset": dataset_name,
         "dataset_run": dataset_run,
         "gate": getattr(gate, "description", "none"),
         "counts": counts,

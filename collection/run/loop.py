@@ -36,7 +36,8 @@ from collection.canonical import ordered_json
 from collection.fetch.clock import VirtualClock
 from collection.discover.driver import EXPLICIT, DiscoveryShapeError, start as start_discovery
 from collection.fetch.egress import Egress
-from collection.fetch.gate import GateUnavailable, SourceHeld
+from collection.fetch.gate import GateUnavailable, SourceHeld, source_identity
+from collection.redact import redact_url, scrub
 from collection.fetch.pacer import Pacer
 from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
@@ -115,12 +116,17 @@ class SharedRun:
     # Every source's generation is written by one committer thread, in rounds that share
     # their syncs (collection/store/groupsync.py). None: each source writes its own.
     committer: Committer | None = None
+    # The dataset's name: part of what identifies each source to the fleet's source lock.
+    dataset: str | None = None
 
 
 def gate_refusal(exc: GateUnavailable, gate) -> RefusedError:
+    # scrub: the gate's text and the error's may come from outside (issue 24 point 1)
+    where = getattr(gate, "description", None) or redact_url(str(gate))
     return RefusedError(Refusal(
-        "GATE_UNAVAILABLE", "", f"the politeness gate {getattr(gate, 'description', gate)} cannot be used: {exc}; "
-        "nothing was requested and the previous generation is unchanged", "the promise to an origin holds across runs"))
+        "GATE_UNAVAILABLE", "", scrub(f"the politeness gate {where} cannot be used: {exc}; "
+                                      "nothing was requested and the previous generation is unchanged"),
+        "the promise to an origin holds across runs"))
 
 
 def source_held_refusal(exc: SourceHeld) -> RefusedError:
@@ -538,7 +544,9 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
         except GateUnavailable as exc:
             raise gate_refusal(exc, gate) from None
     try:
-        source_lock = gate.source_lock(source.name) if gate is not None else nullcontext()
+        identity = source_identity(source.name, dataset=shared.dataset if shared is not None else None,
+                                   allowed_origins=pages.allowed_origins)
+        source_lock = gate.source_lock(source.name, identity) if gate is not None else nullcontext()
         with source_lock:
             return _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin,
                                columns, pages, clock, join_clock, leave_clock)

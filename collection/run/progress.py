@@ -14,6 +14,8 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from collection.redact import scrub
+
 
 def _duration(seconds: float) -> str:
     seconds = int(max(0, seconds))
@@ -87,6 +89,8 @@ class JsonLog:
     def __call__(self, event: str, **fields) -> None:
         entry = {"event": event, "t": round(self.clock.wall(), 3)}
         entry.update({k: v for k, v in fields.items() if v is not None})
+        # scrub: an error's text in a field may quote a gate URL or a password (issue 24 point 1)
+        entry = {k: scrub(v) if isinstance(v, str) else v for k, v in entry.items()}
         text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
             self.stream.write(text + "\n")
