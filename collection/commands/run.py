@@ -142,6 +142,9 @@ def human_summary(record: dict) -> str:
     warning = record.get("discovery", {}).get("warning")
     if warning:
         lines.insert(3, f"  warning: {warning}")
+    for origin, until in sorted((record.get("held_until") or {}).items()):
+        lines.append(f"  held: {origin} until {until} (Retry-After or Crawl-delay); its pages stay pending "
+                     "(`collection gate show`, `collection gate clear`)")
     for c in record["corrections"][:10]:
         lines.append(f"  corrected {c['page_id']} → revision {c['revision']}")
     if len(record["corrections"]) > 10:
@@ -197,6 +200,8 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
         shell = build_shell(replay=replay, record=record, ca_bundle=ca_bundle, resolve=resolve,
                             token=user_agent_token, info_url=user_agent_url, gate=gate)
         log = JsonLog(shell.clock) if log_json else None
+        if log_json:
+            shell.warn = lambda text: None      # the `origin_held` event says it on stderr instead
         if dataset:
             result = execute_dataset(data, DatasetSettings(state_dir, only=tuple(only), resync=resync,
                                                            deadline_seconds=deadline, keep=keep, plan=plan),

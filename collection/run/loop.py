@@ -86,6 +86,9 @@ class Shell:
     # The politeness gate shared with other processes (collection.fetch.gate); None: the
     # in-process scheduler alone (replays, --gate none, tests that build a Shell).
     gate: Any = None
+    # Where a warning an operator must see goes (a hold: collection.fetch.holds), off a
+    # terminal too; None: stderr. `--log-json` silences it (the JSON event says it instead).
+    warn: Callable[[str], None] | None = None
 
     @property
     def virtual(self) -> bool:
@@ -571,6 +574,8 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                           politeness=pacer.politeness, clock=clock, retries=pages.retries,
                           request_timeout=pages.request_timeout_seconds, token=shell.token, pacer=pacer,
                           interval=interval, concurrency=concurrency)
+        if pacer.holds.notify is None:
+            pacer.holds.notify = _hold_notice(log, shell.warn)
         log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
         try:
             try:
@@ -630,6 +635,23 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                 close()
     log("run_finished", complete=record["coverage"]["complete"], generation=record["generation"])
     return record
+
+
+def _hold_notice(log, warn):
+    """A hold met by a worker: one line on stderr and one `origin_held` event (issue 24 point 6)."""
+    from collection.fetch.holds import line
+
+    def notify(hold, ends: bool) -> None:
+        log("origin_held", ends_origin=ends, **hold.to_json())
+        text = line(hold, ends)
+        if warn is not None:
+            warn(text)
+        else:
+            import sys
+
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+    return notify
 
 
 def _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
@@ -693,6 +715,13 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
             # D-66: origins whose robots.txt redirected outside allowed_origins (status advises)
             record["robots_unreachable"] = [{"origin": origin, "redirect": target}
                                             for origin, target in sorted(unreachable.items())]
+        held = sorted(getattr(dispatcher.fetcher, "held_hosts", ()))
+        if held:
+            from collection.fetch.holds import utc
+
+            # issue 24 point 6: origins whose work a hold ended; their pages stay pending
+            ended = dispatcher.fetcher.pacer.holds.ended
+            record["held_until"] = {f"https://{host}": utc(ended[host].until) for host in held if host in ended}
         generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))
         yield from store.commit_steps(generation)
     except BaseException:
