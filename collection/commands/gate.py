@@ -72,9 +72,9 @@ def row_json(row: dict) -> dict:
 
 
 def hold_text(hold) -> str:
-    from collection.fetch.holds import CRAWL_DELAY, duration, utc
+    from collection.fetch.holds import KIND_TEXT, duration, utc
 
-    what = "Crawl-delay" if hold.kind == CRAWL_DELAY else "Retry-After"
+    what = KIND_TEXT[hold.kind]
     by = hold.set_by
     return (f"held by {what} until {utc(hold.until)} ({duration(hold.seconds)})"
             + (f", set by {by['status']} {by['url']} at {by['at']} ({by['by']})" if by else ""))

@@ -672,8 +672,9 @@ class Fetcher:
                 self.budget.record_stop(GATE_UNAVAILABLE)
                 raise _Stop(GATE_UNAVAILABLE) from None
         if hold is None:
-            last, not_before, crawl = self.politeness.hold_state(host)
-            hold = hold_of(host, now=now, wall=self.clock.wall(), last_start=last, not_before=not_before,
+            last, nxt, not_before, crawl = self.politeness.hold_state(host)
+            hold = hold_of(host, now=now, wall=self.clock.wall(), last_start=last, next_start=nxt,
+                           not_before=not_before,
                            crawl_delay=crawl, margin=self.politeness.margin,
                            hold_by=pacer.holds.setters.get((host, RETRY_AFTER)),
                            crawl_by=pacer.holds.setters.get((host, CRAWL_DELAY)))

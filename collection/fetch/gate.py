@@ -120,7 +120,7 @@ def describe_origin(host: str, *, now: float, wall: float, fields: dict, leases:
     crawl = _number(fields.get("crawl_delay"), 0.0)
     hold = hold_of(host, now=now, wall=wall, last_start=last, not_before=_number(fields.get("not_before"), -1e18),
                    crawl_delay=crawl, margin=margin, hold_by=_setter_of(fields.get("hold_by")),
-                   crawl_by=_setter_of(fields.get("crawl_delay_by")))
+                   crawl_by=_setter_of(fields.get("crawl_delay_by")), next_start=nxt)
     cleared = fields.get("cleared")
     if isinstance(cleared, (bytes, str)):
         try:
@@ -367,13 +367,19 @@ class LocalGate:
         return out
 
     def clear(self, host: str, by: str) -> dict | None:
-        """Lift `host`'s Retry-After hold and Crawl-delay (the gap and the leases stay: they
-        are the floor and the requests really in flight), noting who cleared it and when in
-        the record. None when the gate holds nothing for `host`."""
+        """Lift `host`'s Retry-After hold and Crawl-delay (the floor after the last start and
+        the leases stay: FETCH-19 and the requests really in flight), noting who cleared it and
+        when in the record. None when the gate holds nothing for `host`."""
         if not os.path.lexists(os.path.join(self.directory, host)):
             return None
         with self._record(host) as record:
             lifted = self._describe(host, record)
+            last = _number(record.get("last_start"), -1e18)
+            nxt = _number(record.get("next_start"), -1e18)
+            crawl = _number(record.get("crawl_delay"), 0.0)
+            if crawl and nxt - last >= crawl:
+                # the next start was the Crawl-delay's: the floor after the last start remains
+                record["next_start"] = last + FLOOR_SECONDS + self.margin
             for key in ("not_before", "crawl_delay", "hold_by", "crawl_delay_by"):
                 record.pop(key, None)
             record["cleared"] = {"by": by, "at": utc(time.time())}

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 RETRY_AFTER = "retry_after"
 CRAWL_DELAY = "crawl_delay"
+INTERVAL = "interval"          # another source sharing the origin asked a longer min_interval_seconds
 HELD = "held"                  # the stop a fetch reports when its origin's work ended for a hold
 
 # A run waits out a hold of at most this long (5 min: ten times the default request timeout).
@@ -103,29 +104,38 @@ def finite(value: Any, what: str, low: float = -1e18, high: float = 1e18) -> flo
 
 
 def hold_of(host: str, *, now: float, wall: float, last_start: float, not_before: float, crawl_delay: float,
-            margin: float, hold_by: Any = None, crawl_by: Any = None) -> Hold | None:
+            margin: float, hold_by: Any = None, crawl_by: Any = None, next_start: float = -math.inf) -> Hold | None:
     """The hold on `host` read at `now` (the gate's clock) from its record, or None. A
-    Crawl-delay holds only while the wait it makes after the last start is still running."""
+    Crawl-delay holds only while the wait it makes after the last start is still running; so
+    does a `next_start` further than the floor after the last start (another source's longer
+    min_interval_seconds, which nobody received: its setter is unknown)."""
     from collection.fetch.politeness import FLOOR_SECONDS
 
     retry = not_before - now
     crawl = last_start + crawl_delay + margin - now if crawl_delay > FLOOR_SECONDS else -math.inf
-    if max(retry, crawl) <= 0:
+    interval = (next_start - now if next_start - last_start > FLOOR_SECONDS + margin + _TOLERANCE_SECONDS
+                else -math.inf)
+    if max(retry, crawl, interval) <= 0:
         return None
-    if retry >= crawl:
+    if retry >= crawl and retry >= interval:
         seconds, kind, by = retry, RETRY_AFTER, hold_by
+    elif crawl >= interval - _TOLERANCE_SECONDS:
+        seconds, kind, by = max(crawl, interval), CRAWL_DELAY, crawl_by
     else:
-        seconds, kind, by = crawl, CRAWL_DELAY, crawl_by
+        seconds, kind, by = interval, INTERVAL, None
     seconds = min(seconds, _MAX_SECONDS)
     return Hold(host, kind, seconds, wall + seconds, valid_setter(by))
 
 
+KIND_TEXT = {RETRY_AFTER: "Retry-After", CRAWL_DELAY: "Crawl-delay", INTERVAL: "min_interval_seconds"}
+
+
 def line(hold: Hold, ends: bool) -> str:
     """The stderr line of a hold (one per origin and hold, off a terminal too)."""
-    what = "Retry-After" if hold.kind == RETRY_AFTER else "Crawl-delay"
+    what = KIND_TEXT[hold.kind]
     by = hold.set_by
     source = (f"set by {by['status']} {by['url']} at {by['at']} ({by['by']})" if by
-              else "set by an unknown response")
+              else "asked by another source of this origin" if hold.kind == INTERVAL else "set by an unknown response")
     then = ("its pages stay pending for the next run (`collection gate clear` lifts it)" if ends
             else "waiting it out")
     return (f"collection run: warning: {hold.origin} is held by {what} until {utc(hold.until)} "

@@ -128,9 +128,15 @@ return {string.format('%.6f', now), redis.call('HGETALL', KEYS[1]),
         redis.call('ZCOUNT', KEYS[2], string.format('(%.6f', now), '+inf')}
 """
 
-# KEYS: state. ARGV: the clearing note (JSON), idle expiry. Lifts the hold and the Crawl-delay.
+# KEYS: state. ARGV: the clearing note (JSON), idle expiry, floor + margin. Lifts the hold and
+# the Crawl-delay; a next start that was the Crawl-delay's falls back to the floor after the last.
 _CLEAR = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local s = redis.call('HMGET', KEYS[1], 'last_start', 'next_start', 'crawl_delay')
+local last, nxt, cd = tonumber(s[1] or ''), tonumber(s[2] or ''), tonumber(s[3] or '') or 0
+if last and nxt and cd > 0 and nxt - last >= cd then
+  redis.call('HSET', KEYS[1], 'next_start', string.format('%.6f', last + tonumber(ARGV[3])))
+end
 redis.call('HDEL', KEYS[1], 'not_before', 'crawl_delay', 'hold_by', 'crawl_delay_by')
 redis.call('HSET', KEYS[1], 'cleared', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
@@ -266,7 +272,7 @@ class RedisGate:
             return None
         note = json.dumps({"by": by, "at": utc(time.time())}, sort_keys=True)
         done = self._call("clear", self._script("_clear", _CLEAR), keys=self._keys(host)[:1],
-                          args=[note, IDLE_EXPIRE_SECONDS])
+                          args=[note, IDLE_EXPIRE_SECONDS, FLOOR_SECONDS + self.margin])
         return lifted if done == 1 else None
 
     def _script(self, name: str, text: str):

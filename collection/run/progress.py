@@ -64,7 +64,7 @@ class Progress:
         requests_left = max(0, budget.max_requests - budget.counts().charged)
         text = (f"pages {done}/{target} · requests left {requests_left} · failures {counts.get('failed', 0)}"
                 f" · ETA {_duration(eta)}")
-        return text + held_text(self.fetcher.pacer.holds.waiting(time.time()))
+        return text + held_text(self.fetcher.pacer.holds.waiting(self.fetcher.clock.wall()))
 
     def tick(self, force: bool = False) -> None:
         with self._lock:
