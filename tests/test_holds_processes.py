@@ -221,3 +221,71 @@ def test_a_run_that_received_a_long_retry_after_itself_does_not_sit_on_it(loopba
     assert f"https://{HELD}" in record["held_until"]
     [(_, text)] = run.hold_lines()
     assert f"https://{HELD}/p/a1" in text                      # it names the response it received itself
+
+
+@pytest.mark.slow
+def test_gate_clear_takes_effect_in_a_run_waiting_out_a_hold(loopback, tmp_path):
+    """Issue 24 point 6: a run waiting out a hold asks the gate again every few seconds, so an
+    operator's `gate clear` lets it go on long before the hold's end (and never before the clear)."""
+    gate = f"local:{tmp_path / 'gate'}"
+    _publisher(loopback, "120")
+    assert Run(loopback, tmp_path, "first", [f"https://{HELD}/p/a1"], "--gate", gate).finish()[0] == 0
+    busy = [r for r in loopback.requests_for(host=HELD) if r.path == "/p/a1"][0]
+    run = Run(loopback, tmp_path, "second", [f"https://{HELD}/p/b1"], "--gate", gate)
+    deadline = time.monotonic() + 30
+    while not run.hold_lines():
+        assert time.monotonic() < deadline and run.process.poll() is None
+        time.sleep(0.05)
+    assert not loopback.requests_for("/p/b1", host=HELD)
+    cleared_at = time.monotonic()
+    assert _collection("gate", "clear", HELD, "--gate", gate).returncode == 0
+    code, record, _ = run.finish()
+    assert code == 0 and record["coverage"]["fetched_this_run"] == 1
+    [fetched] = loopback.requests_for("/p/b1", host=HELD)
+    assert fetched.arrived < busy.arrived + 120                      # the hold was lifted, not served out
+    assert time.monotonic() - cleared_at < 60
+
+
+@pytest.mark.slow
+def test_a_long_crawl_delay_another_run_read_ends_the_origins_work(loopback, tmp_path):
+    """D-09 with issue 24 point 6: A reads `Crawl-delay: 3600`, so its page would wait an hour
+    after the robots.txt request: it stays pending. B's first request to the origin (its
+    robots.txt) would wait as long: B says so, naming that robots.txt, and requests nothing."""
+    gate = f"local:{tmp_path / 'gate'}"
+    loopback.route("/robots.txt", Reply(200, PLAIN, b"User-agent: *\nCrawl-delay: 3600\n"), host=HELD)
+    loopback.route("*", Reply(handler=_page), host=HELD)
+    code, first, _ = Run(loopback, tmp_path, "first", [f"https://{HELD}/p/a1"], "--gate", gate).finish()
+    assert code == 0 and first["coverage"]["pending"] == 1 and f"https://{HELD}" in first["held_until"]
+    before = len(loopback.requests_for(host=HELD))
+    assert before == 1                                                # robots.txt only
+    run = Run(loopback, tmp_path, "second", [f"https://{HELD}/p/b1"], "--gate", gate, "--log-json")
+    code, record, _ = run.finish()
+    assert code == 0 and record["coverage"]["pending"] == 1 and f"https://{HELD}" in record["held_until"]
+    assert len(loopback.requests_for(host=HELD)) == before
+    [event] = run.events("origin_held")
+    assert event["kind"] == "crawl_delay" and event["set_by"]["url"] == f"https://{HELD}/robots.txt"
+    assert event["set_by"]["status"] == 200 and event["ends_origin"] is True
+
+
+@pytest.mark.slow
+def test_a_dataset_run_keeps_the_held_sources_pages_pending_and_runs_the_others(loopback, tmp_path):
+    """Issue 24 point 6 in a dataset run (one process, one pacer): the source on the held origin
+    records held_until, the other source fetches, the dataset run exits 0."""
+    from dataset_kit import dataset_doc
+
+    gate = f"local:{tmp_path / 'gate'}"
+    _publisher(loopback, "7200")
+    assert Run(loopback, tmp_path, "first", [f"https://{HELD}/p/a1"], "--gate", gate).finish()[0] == 0
+    recipe = tmp_path / "dataset.json"
+    recipe.write_bytes(dataset_doc("council", source_doc("held_one", [f"https://{HELD}/p/d1"]),
+                                   source_doc("free_one", ["https://b.example.com/p/d2"])))
+    args = ["run", str(recipe), "--state", str(tmp_path / "dataset"), "--ca-bundle", loopback.ca_pem_path,
+            "--json", "--gate", gate]
+    for flag in loopback.resolve_flags():
+        args += ["--resolve", flag]
+    done = _collection(*args)
+    assert done.returncode == 0, done.stderr
+    records = {s["name"]: s["record"] for s in json.loads(done.stdout)["sources"]}
+    assert f"https://{HELD}" in records["held_one"]["held_until"] and records["held_one"]["coverage"]["pending"] == 1
+    assert records["free_one"]["coverage"]["fetched_this_run"] == 1 and "held_until" not in records["free_one"]
+    assert sum(f"https://{HELD}" in line and "Retry-After" in line for line in done.stderr.splitlines()) == 1

@@ -27,8 +27,8 @@ from collection.fetch.mediatypes import accept_header, accepts, media_type
 from collection.fetch.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_retry_after
 from collection.fetch.egress import Egress, EgressRefused
 from collection.fetch.gate import LEASE_MARGIN_SECONDS, GateUnavailable, Lease, holder_description
-from collection.fetch.holds import (CRAWL_DELAY, HELD, HOLD_POLL_SECONDS, HOLD_WAIT_SECONDS, RETRY_AFTER,
-                                    _TOLERANCE_SECONDS, hold_of, setter)
+from collection.fetch.holds import (CRAWL_DELAY, HELD, HOLD_NOTICE_SECONDS, HOLD_POLL_SECONDS, HOLD_WAIT_SECONDS,
+                                    RETRY_AFTER, _TOLERANCE_SECONDS, hold_of, setter)
 from collection.fetch.pacer import GATE_UNAVAILABLE, Pacer
 from collection.fetch.politeness import FLOOR_SECONDS, NEVER, Politeness, Ticket
 from collection.fetch.transport import (
@@ -682,6 +682,8 @@ class Fetcher:
             return ready
         deadline = self.budget.deadline
         ends = hold.seconds > HOLD_WAIT_SECONDS or (deadline is not None and now + hold.seconds >= deadline)
+        if not ends and hold.kind != RETRY_AFTER and hold.seconds <= HOLD_NOTICE_SECONDS:
+            return ready                       # the origin's standing pace, not a hold to announce
         pacer.holds.saw(hold, ends)
         if ends:
             self.held_hosts.add(host)

@@ -36,6 +36,10 @@ HELD = "held"                  # the stop a fetch reports when its origin's work
 # does better than a process sitting idle beside it. --deadline only ever shortens it.
 HOLD_WAIT_SECONDS = 300.0
 HOLD_POLL_SECONDS = 5.0        # while waiting out a hold, ask the gate again this often
+# A Crawl-delay or another source's interval is the publisher's (or the fleet's) standing pace,
+# shown in the ETA: it is announced as a hold only when one wait on it is longer than a request
+# may take (the default request timeout). A Retry-After, a push-back, is announced whatever its length.
+HOLD_NOTICE_SECONDS = 30.0
 _TOLERANCE_SECONDS = 0.5       # a wait this much past the run's own gap is a hold, not pacing
 _MAX_SECONDS = 7 * 24 * 3600.0  # nothing a gate holds is longer (a record expires after a week)
 _SETTER_KEYS = {"url": str, "status": int, "at": str, "by": str}
