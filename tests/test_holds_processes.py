@@ -18,9 +18,12 @@ import threading
 import time
 from datetime import datetime, timezone
 
+import jsonschema
 import pytest
 from dataset_kit import JSON_HEADERS, page_body, source_doc
 from loopback import Reply
+
+from collection.recipe.resources import load_schema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLAIN = (("Content-Type", "text/plain"),)
@@ -128,6 +131,10 @@ def test_a_long_hold_another_run_received_is_said_at_once_and_ends_that_origins_
     assert len(lines) == 1 and lines[0][0] < took                            # said once, before the end
     assert f"https://{HELD}/p/a1" in lines[0][1] and "503" in lines[0][1]    # which response set it
     assert took < 60                                                         # not an hour of silence
+    validator = jsonschema.Draft202012Validator(load_schema("run-record.schema.json"))
+    validator.validate(record)
+    with pytest.raises(jsonschema.ValidationError):                          # the shape is checked
+        validator.validate({**record, "held_until": {f"https://{HELD}\n": record["held_until"][f"https://{HELD}"]}})
 
     status = _collection("status", state, "--gate", gate, "--json")
     assert status.returncode == 0

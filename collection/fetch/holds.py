@@ -170,10 +170,6 @@ class HoldBook:
         if fresh and self.notify is not None:
             self.notify(hold, ends)
 
-    def current(self) -> list[Hold]:
-        with self.lock:
-            return [h for h in self.ended.values()]
-
     def waiting(self, wall: float) -> list[tuple[str, float]]:
         """(host, until) of the holds announced and not yet over (the progress line)."""
         with self.lock:
