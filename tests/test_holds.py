@@ -234,3 +234,39 @@ def test_another_sources_long_interval_is_a_hold_too(gate):
     gate.release(lease)
     hold = gate.hold(HOST)
     assert hold.kind == "interval" and 590 < hold.seconds <= 601 and hold.set_by is None
+
+
+def test_a_hold_shows_on_the_progress_line_and_in_the_summary_on_a_replay(tmp_path):
+    """Issue 24 point 6 on the virtual clock (a replay has no shared gate: its own scheduler):
+    a 120 s Retry-After is waited out with ` · held HOST until …` on the progress line; a 7200 s
+    one ends the origin's work, and the summary names the held origin."""
+    import io
+
+    from dataset_kit import fixture_for, source_doc
+
+    from collection.commands.run import build_shell, human_summary
+    from collection.run.loop import RunSettings, execute
+    from collection.run.progress import Progress
+
+    def replay(retry_after: str, name: str):
+        urls = [f"https://c.example.com/p/{n}" for n in (1, 2, 3)]
+        fixture = tmp_path / f"{name}.json"
+        fixture.write_text(json.dumps(fixture_for(urls[1:]) + [
+            {"request": {"url": urls[0]},
+             "response": {"status": 503, "headers": [["Retry-After", retry_after], ["Content-Type", "text/plain"]],
+                          "body": {"text": "busy"}}}]))
+        stream, warnings = io.StringIO(), []
+        shell = build_shell(replay=str(fixture), record=None, ca_bundle=None, resolve=(), token=None, info_url=None)
+        shell.warn = warnings.append
+        doc = source_doc(name, urls, concurrency=1)
+        record = execute(json.dumps(doc).encode(), RunSettings(str(tmp_path / name)), shell,
+                         progress_factory=lambda *a: Progress(*a, stream=stream, every=0.0))
+        return record, stream.getvalue(), warnings
+
+    record, drawn, warnings = replay("120", "short")
+    assert record["coverage"]["fetched_this_run"] == 2 and "held_until" not in record
+    assert " · held c.example.com until " in drawn and len(warnings) == 1
+    record, drawn, warnings = replay("7200", "long")
+    assert record["coverage"]["pending"] == 2 and "https://c.example.com" in record["held_until"]
+    assert len(warnings) == 1
+    assert "held: https://c.example.com until " + record["held_until"]["https://c.example.com"] in human_summary(record)

@@ -574,8 +574,9 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                           politeness=pacer.politeness, clock=clock, retries=pages.retries,
                           request_timeout=pages.request_timeout_seconds, token=shell.token, pacer=pacer,
                           interval=interval, concurrency=concurrency)
+        drawn: list = []           # the progress line, once there is one (a hold's line goes above it)
         if pacer.holds.notify is None:
-            pacer.holds.notify = _hold_notice(log, shell.warn)
+            pacer.holds.notify = _hold_notice(log, shell.warn, drawn)
         log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
         try:
             try:
@@ -601,6 +602,8 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             workers = _worker_count(source, planner, shared.sharers if shared is not None else None)
             dispatcher = _Dispatcher(planner, fetcher, clock, _lookahead(planner, workers), per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
+            if progress is not None:
+                drawn.append(progress)
             _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log,
                          inline=shared is not None)
             if progress is not None:
@@ -637,8 +640,9 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
     return record
 
 
-def _hold_notice(log, warn):
-    """A hold met by a worker: one line on stderr and one `origin_held` event (issue 24 point 6)."""
+def _hold_notice(log, warn, drawn: list):
+    """A hold met by a worker: one line on stderr (above the progress line when there is one)
+    and one `origin_held` event (issue 24 point 6)."""
     from collection.fetch.holds import line
 
     def notify(hold, ends: bool) -> None:
@@ -646,6 +650,10 @@ def _hold_notice(log, warn):
         text = line(hold, ends)
         if warn is not None:
             warn(text)
+            for progress in drawn:
+                progress.tick(force=True)
+        elif drawn:
+            drawn[0].warn(text)
         else:
             import sys
 

@@ -78,6 +78,13 @@ class Progress:
             self.stream.write("\r" + text + " " * pad)
             self.stream.flush()
 
+    def warn(self, text: str) -> None:
+        """A warning line (a hold) above the progress line, which is then drawn again."""
+        with self._lock:
+            self.stream.write("\r" + text + " " * max(0, self._width - len(text)) + "\n")
+            self._width = 0
+        self.tick(force=True)
+
     def done(self) -> None:
         self.tick(force=True)
         with self._lock:
