@@ -646,7 +646,8 @@ def _hold_notice(log, warn, drawn: list):
     from collection.fetch.holds import line
 
     def notify(hold, ends: bool) -> None:
-        log("origin_held", ends_origin=ends, **hold.to_json())
+        # an origin's event, once per process: no source (a dataset's sources share the hold)
+        log("origin_held", ends_origin=ends, source=None, **hold.to_json())
         text = line(hold, ends)
         if warn is not None:
             warn(text)
