@@ -296,3 +296,6 @@ def test_a_dataset_run_keeps_the_held_sources_pages_pending_and_runs_the_others(
     assert f"https://{HELD}" in records["held_one"]["held_until"] and records["held_one"]["coverage"]["pending"] == 1
     assert records["free_one"]["coverage"]["fetched_this_run"] == 1 and "held_until" not in records["free_one"]
     assert sum(f"https://{HELD}" in line and "Retry-After" in line for line in done.stderr.splitlines()) == 1
+    status = _collection("status", str(tmp_path / "dataset"), "--gate", gate, "--json")
+    assert status.returncode == 0
+    assert [h["origin"] for h in json.loads(status.stdout)["holds"]] == [f"https://{HELD}"]
