@@ -23,6 +23,10 @@ Backends:
   never wedges an origin.
 - `RedisGate` (collection.fetch.redis_gate): the same state in Redis or Valkey, for a fleet.
 
+Holds (collection.fetch.holds): beside a Retry-After hold and a Crawl-delay each record keeps
+the response that set it (`mark_hold`); `hold`, `show` and `clear` (at the end of each gate
+class) read and lift them for the fetcher, `collection status` and `collection gate`.
+
 A gate that cannot be reached raises `GateUnavailable`: before the first request that is the
 run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses and writes
 nothing. There is never a silent fallback to a looser gate.

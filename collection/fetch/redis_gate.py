@@ -7,7 +7,9 @@ set scored by its expiry (request timeout plus a margin): a worker that dies fre
 when the lease expires, with nobody to clean up.
 
 Keys, per host H (a hash tag keeps both on one Redis Cluster slot):
-  collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time)
+  collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time);
+                               hold_by, crawl_delay_by (JSON: the response that set them), cleared
+                               (JSON: who lifted them, when) — collection.fetch.holds
   collection:gate:{H}:leases   sorted set: lease id -> expiry
   collection:gate:{H}:unsent   sorted set: the leases whose request is not written yet -> expiry
   collection:source:NAME       a source's lock: the holder's description, with a TTL renewed while it runs
