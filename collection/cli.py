@@ -119,6 +119,7 @@ cli.add_lazy_command("robots-check", "collection.commands.robots_check:command")
 cli.add_lazy_command("fixture", "collection.commands.fixture:command")
 cli.add_lazy_command("run", "collection.commands.run:command")
 cli.add_lazy_command("status", "collection.commands.status:command")
+cli.add_lazy_command("gate", "collection.commands.gate:command")
 cli.add_lazy_command("conformance", "collection.commands.conformance:command")
 
 

@@ -155,6 +155,9 @@ def human_summary(record: dict, state_dir: str | None = None, recipe: str = "REC
     warning = record.get("discovery", {}).get("warning")
     if warning:
         lines.insert(3, f"  warning: {warning}")
+    for origin, until in sorted((record.get("held_until") or {}).items()):
+        lines.append(f"  held: {origin} until {until} (Retry-After or Crawl-delay); its pages stay pending "
+                     "(`collection gate show`, `collection gate clear`)")
     for c in record["corrections"][:10]:
         lines.append(f"  corrected {c['page_id']} → revision {c['revision']}")
     if len(record["corrections"]) > 10:
@@ -230,6 +233,8 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
                             token=user_agent_token, info_url=user_agent_url, gate=gate,
                             gate_ca_bundle=gate_ca_bundle)
         log = JsonLog(shell.clock) if log_json else None
+        if log_json:
+            shell.warn = lambda text: None      # the `origin_held` event says it on stderr instead
         if dataset:
             try:
                 result = execute_dataset(data, DatasetSettings(state_dir, only=tuple(only), resync=resync,

@@ -235,17 +235,70 @@ def robots_advice(record: dict) -> list[str]:
             if isinstance(entry, dict) and {"origin", "redirect"} <= set(entry)]
 
 
+def origin_hosts(directory: str) -> set[str]:
+    """The hosts of the pages DIR's current generation knows (and any its last run found
+    held): the origins whose holds `status` lists. Empty before the first run."""
+    from urllib.parse import urlsplit
+
+    current = check_generation(directory)
+    if current is None:
+        return set()
+    hosts = set()
+    with open(os.path.join(current, LEDGER), newline="", encoding="utf-8") as handle:
+        for row in iter_ledger(handle):
+            hosts.add(urlsplit(row.url).hostname or "")
+    record = read_record_file(directory, current)
+    held = record.get("held_until")
+    if isinstance(held, dict):
+        hosts.update(o[len("https://"):] for o in held if isinstance(o, str) and o.startswith("https://"))
+    hosts.discard("")
+    return hosts
+
+
+def gate_holds(hosts: set[str], gate_value: str | None) -> tuple[list | None, str | None]:
+    """(the holds on `hosts` now, None) read from the gate `--gate` names (the local gate by
+    default, as `run`), or (None, why not). Only reads: `hold` never creates or changes a record."""
+    from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
+    from collection.fetch.gate import GATE_ENV, GateUnavailable, parse_gate
+
+    try:
+        gate = parse_gate(gate_value or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS)
+    except (ValueError, GateUnavailable) as exc:
+        return None, str(exc)
+    if gate is None:
+        return [], None
+    try:
+        holds = [hold for hold in (gate.hold(host) for host in sorted(hosts)) if hold is not None]
+    except GateUnavailable as exc:
+        return None, f"the gate {gate.description} cannot be read: {exc}"
+    finally:
+        gate.close()
+    return holds, None
+
+
+def _hold_lines(holds: list | None, problem: str | None) -> list[str]:
+    from collection.commands.gate import hold_text
+
+    if problem is not None:
+        return [f"holds: not known ({problem})"]
+    return [f"held: {hold.origin} {hold_text(hold)}; its pages wait: `collection gate clear {hold.origin}` lifts it"
+            for hold in holds or ()]
+
+
 @click.command("status", epilog=examples(
     "collection status /tmp/cd",
     "collection status /var/lib/collection/decisions --json",
 ))
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(directory: str, as_json: bool) -> None:
+@click.option("--gate", "gate_value", default=None, metavar="GATE",
+              help="The politeness gate whose holds on these origins to list, as `run --gate` (default: the "
+                   "local gate, or COLLECTION_GATE); `none` lists none. Only read.")
+def command(directory: str, as_json: bool, gate_value: str | None) -> None:
     """Summarise the state directory DIRECTORY: coverage, pages by state, what to do next."""
     if os.path.lexists(os.path.join(directory, DATASET_RECORD)):
         # a dataset directory, whatever its sources are named (one may be `current`)
-        _print_dataset(_dataset_or_exit(directory), directory, as_json)
+        _print_dataset(_with_holds(_dataset_or_exit(directory), directory, gate_value), directory, as_json)
     try:
         summary = summarise(directory)
     except (StateDamaged, MergeInvalid) as exc:
@@ -262,12 +315,18 @@ def command(directory: str, as_json: bool) -> None:
     if summary is None and os.path.isdir(directory):
         dataset = _dataset_or_exit(directory)
         if dataset is not None:
-            _print_dataset(dataset, directory, as_json)
+            _print_dataset(_with_holds(dataset, directory, gate_value), directory, as_json)
     if summary is None:
         if as_json:
             click.echo(ordered_json({"state": directory, "generation": None}))
         click.echo(f"{directory}: no generation yet (run `collection run RECIPE --state {directory}`)", err=True)
         sys.exit(1)
+    try:
+        holds, problem = gate_holds(origin_hosts(directory), gate_value)
+    except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged) as exc:
+        holds, problem = None, str(exc)
+    summary["holds"] = [h.to_json() for h in holds] if holds is not None else None
+    summary["next"] = summary["next"] + _hold_lines(holds, problem)
     if as_json:
         click.echo(ordered_json(summary))
         sys.exit(0)
@@ -295,6 +354,22 @@ def _dataset_or_exit(directory: str) -> dict | None:
     except OSError as exc:          # DIR itself cannot be listed
         click.echo(f"collection status: cannot read {directory}: {exc.strerror or exc}", err=True)
         sys.exit(2)
+
+
+def _with_holds(dataset: dict, directory: str, gate_value: str | None) -> dict:
+    """The dataset summary with the gate's holds on every source's origins."""
+    if dataset is None:
+        return dataset
+    hosts: set[str] = set()
+    for entry in dataset["sources"]:
+        try:
+            hosts |= origin_hosts(os.path.join(directory, entry["name"]))
+        except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged):
+            pass            # that source's line says what is wrong with it
+    holds, problem = gate_holds(hosts, gate_value)
+    dataset["holds"] = [h.to_json() for h in holds] if holds is not None else None
+    dataset["next"] = dataset["next"] + _hold_lines(holds, problem)
+    return dataset
 
 
 def _print_dataset(dataset: dict, directory: str, as_json: bool) -> None:

@@ -23,6 +23,10 @@ Backends:
   never wedges an origin.
 - `RedisGate` (collection.fetch.redis_gate): the same state in Redis or Valkey, for a fleet.
 
+Holds (collection.fetch.holds): beside a Retry-After hold and a Crawl-delay each record keeps
+the response that set it (`mark_hold`); `hold`, `show` and `clear` (at the end of each gate
+class) read and lift them for the fetcher, `collection status` and `collection gate`.
+
 A gate that cannot be reached raises `GateUnavailable`: before the first request that is the
 run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses and writes
 nothing. There is never a silent fallback to a looser gate.
@@ -33,6 +37,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -40,6 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Protocol
 
+from collection.fetch.holds import CRAWL_DELAY, RETRY_AFTER, Hold, finite, hold_of, utc, valid_setter
 from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
 from collection.canonical import canonical_json
 from collection.redact import redact_url, remember
@@ -90,6 +96,59 @@ class Gate(Protocol):
     def source_lock(self, name: str, identity: str | None = None): ...
 
     def close(self) -> None: ...
+
+
+# A host as the gate keys it: lowercase ASCII DNS labels (urls.py has refused everything else).
+_HOST = re.compile(r"(?=.{1,253}\Z)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*")
+
+
+def _number(value, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        return finite(value, "a gate record member")
+    except ValueError as exc:
+        raise GateUnavailable(f"the gate record is not one the tool wrote: {exc}") from None
+
+
+def _setter_of(value):
+    if isinstance(value, (bytes, str)):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return valid_setter(value)
+
+
+def describe_origin(host: str, *, now: float, wall: float, fields: dict, leases: int, margin: float) -> dict:
+    """One origin's gate state for people (`gate show`, `status`): times on the gate's clock
+    (`now`) are turned into this machine's UTC wall clock (`wall` + seconds from now)."""
+    last = _number(fields.get("last_start"), -1e18)
+    nxt = _number(fields.get("next_start"), -1e18)
+    crawl = _number(fields.get("crawl_delay"), 0.0)
+    hold = hold_of(host, now=now, wall=wall, last_start=last, not_before=_number(fields.get("not_before"), -1e18),
+                   crawl_delay=crawl, margin=margin, hold_by=_setter_of(fields.get("hold_by")),
+                   crawl_by=_setter_of(fields.get("crawl_delay_by")), next_start=nxt)
+    cleared = fields.get("cleared")
+    if isinstance(cleared, (bytes, str)):
+        try:
+            cleared = json.loads(cleared)
+        except ValueError:
+            cleared = None
+    if not (isinstance(cleared, dict) and set(cleared) == {"by", "at"}
+            and all(isinstance(v, str) and len(v) < 512 for v in cleared.values())):
+        cleared = None
+    return {
+        "origin": f"https://{host}",
+        "host": host,
+        "last_start": utc(wall - (now - last)) if last > -1e17 else None,
+        "next_start": utc(wall + (nxt - now)) if nxt > now else None,
+        "crawl_delay": crawl or None,
+        "crawl_delay_set_by": _setter_of(fields.get("crawl_delay_by")) if crawl else None,
+        "leases": leases,
+        "hold": hold,
+        "cleared": cleared,
+    }
 
 
 def holder_description() -> str:
@@ -299,4 +358,74 @@ class LocalGate:
 
     def close(self) -> None:
         pass
+
+    # --- holds: who set them, what they are, lifting them (issue 24 point 6) -----------------
+    # Read-only where they only read: a record that does not exist is never created, and the
+    # record is not changed (so `_record` writes nothing back).
+    def mark_hold(self, host: str, kind: str, seconds: float, set_by: dict) -> None:
+        """Note which response set a Retry-After hold or a Crawl-delay (after `release` /
+        `set_crawl_delay` applied it): kept when this response's hold is the one in force."""
+        if not seconds or not seconds > 0:
+            return
+        seconds = min(float(seconds), MAX_DELAY_SECONDS)
+        with self._record(host) as record:
+            if kind == RETRY_AFTER:
+                until = time.monotonic() + seconds
+                if until >= _number(record.get("not_before"), -1e18) - 1.0:
+                    record["not_before"] = max(_number(record.get("not_before"), -1e18), until)
+                    record["hold_by"] = set_by
+            elif kind == CRAWL_DELAY and seconds >= _number(record.get("crawl_delay"), 0.0):
+                record["crawl_delay"] = seconds
+                record["crawl_delay_by"] = set_by
+
+    def hold(self, host: str) -> "Hold | None":
+        """The Retry-After or Crawl-delay hold on `host` now, or None."""
+        if not os.path.lexists(os.path.join(self.directory, host)):
+            return None
+        with self._record(host) as record:
+            state = self._describe(host, record)
+        return state["hold"]
+
+    def show(self) -> list[dict]:
+        """Every origin's state, sorted by host (`collection gate show`)."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise GateUnavailable(f"cannot read the local gate {self.directory}: {exc.strerror or exc}") from None
+        out = []
+        for name in names:
+            if not _HOST.fullmatch(name):
+                continue            # .check and anything the tool did not write
+            with self._record(name) as record:
+                out.append(self._describe(name, record))
+        return out
+
+    def clear(self, host: str, by: str) -> dict | None:
+        """Lift `host`'s Retry-After hold and Crawl-delay (the floor after the last start and
+        the leases stay: FETCH-19 and the requests really in flight), noting who cleared it and
+        when in the record. None when the gate holds nothing for `host`."""
+        if not os.path.lexists(os.path.join(self.directory, host)):
+            return None
+        with self._record(host) as record:
+            lifted = self._describe(host, record)
+            last = _number(record.get("last_start"), -1e18)
+            nxt = _number(record.get("next_start"), -1e18)
+            crawl = _number(record.get("crawl_delay"), 0.0)
+            if crawl and nxt - last >= crawl:
+                # the next start was the Crawl-delay's: the floor after the last start remains
+                record["next_start"] = last + FLOOR_SECONDS + self.margin
+            for key in ("not_before", "crawl_delay", "hold_by", "crawl_delay_by"):
+                record.pop(key, None)
+            record["cleared"] = {"by": by, "at": utc(time.time())}
+        return lifted
+
+    def _describe(self, host: str, record: dict) -> dict:
+        now, wall = time.monotonic(), time.time()
+        leases = record.get("leases")
+        live = 0
+        if isinstance(leases, dict):
+            live = sum(1 for v in leases.values() if isinstance(v, dict) and _number(v.get("expires"), -1e18) > now)
+        return describe_origin(host, now=now, wall=wall, fields=record, leases=live, margin=self.margin)
 

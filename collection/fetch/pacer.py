@@ -14,6 +14,7 @@ import threading
 from collections import deque
 
 from collection.fetch.gate import Gate, GateUnavailable, Lease
+from collection.fetch.holds import HoldBook
 from collection.fetch.politeness import Politeness
 
 GATE_UNAVAILABLE = "gate_unavailable"      # the stop a fetch reports when the shared gate failed
@@ -35,6 +36,8 @@ class Pacer:
         # origins ask an origin for its robots.txt once, not once each (collection.fetch.fetcher)
         self.robots: dict = {}
         self.robots_lock = threading.Lock()
+        # the holds this process met, announced once each (collection.fetch.holds)
+        self.holds = HoldBook()
 
     def is_head(self, host: str, token: object) -> bool:
         queue = self.waiters.get(host)

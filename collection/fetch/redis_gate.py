@@ -7,7 +7,9 @@ set scored by its expiry (request timeout plus a margin): a worker that dies fre
 when the lease expires, with nobody to clean up.
 
 Keys, per host H (a hash tag keeps both on one Redis Cluster slot):
-  collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time)
+  collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time);
+                               hold_by, crawl_delay_by (JSON: the response that set them), cleared
+                               (JSON: who lifted them, when) — collection.fetch.holds
   collection:gate:{H}:leases   sorted set: lease id -> expiry
   collection:gate:{H}:unsent   sorted set: the leases whose request is not written yet -> expiry
   collection:source:SHA256     a source's lock (the hash of its identity: dataset, name, allowed origins):
@@ -19,14 +21,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-from collection.fetch.gate import (IDLE_EXPIRE_SECONDS, GateUnavailable, Lease, SourceHeld, _FULL_POLL_SECONDS,
-                                   holder_description)
+from collection.fetch.gate import (_HOST, IDLE_EXPIRE_SECONDS, GateUnavailable, Lease, SourceHeld, _FULL_POLL_SECONDS,
+                                   describe_origin, holder_description)
 from collection.fetch.gate_url import GateAddress, parse_gate_url
+from collection.fetch.holds import CRAWL_DELAY, RETRY_AFTER, Hold, finite, utc
 from collection.redact import remember, scrub
 from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
 
@@ -113,6 +118,50 @@ def source_lock_key(identity: str) -> str:
     """`collection:source:` and the SHA-256 of the source's identity: a fixed length whatever
     the names, and the same on every server."""
     return "collection:source:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+
+# Holds (issue 24 point 6). Own scripts, no shared prelude: they read the record, they do not pace.
+# KEYS: state. ARGV: kind, seconds, setter JSON, idle expiry. Keeps the setter of the hold in force.
+_MARK_HOLD = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local s = redis.call('HMGET', KEYS[1], 'not_before', 'crawl_delay')
+local nb, cd = tonumber(s[1] or '') or -1e18, tonumber(s[2] or '') or 0
+local sec = tonumber(ARGV[2])
+if ARGV[1] == 'retry_after' then
+  if now + sec >= nb - 1 then
+    redis.call('HSET', KEYS[1], 'not_before', string.format('%.6f', math.max(nb, now + sec)), 'hold_by', ARGV[3])
+  end
+elseif sec >= cd then
+  redis.call('HSET', KEYS[1], 'crawl_delay', string.format('%.6f', sec), 'crawl_delay_by', ARGV[3])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+# KEYS: state, leases. Returns {server time, the record's fields and values, leases not expired}.
+_STATE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+return {string.format('%.6f', now), redis.call('HGETALL', KEYS[1]),
+        redis.call('ZCOUNT', KEYS[2], string.format('(%.6f', now), '+inf')}
+"""
+
+# KEYS: state. ARGV: the clearing note (JSON), idle expiry, floor + margin. Lifts the hold and
+# the Crawl-delay; a next start that was the Crawl-delay's falls back to the floor after the last.
+_CLEAR = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local s = redis.call('HMGET', KEYS[1], 'last_start', 'next_start', 'crawl_delay')
+local last, nxt, cd = tonumber(s[1] or ''), tonumber(s[2] or ''), tonumber(s[3] or '') or 0
+if last and nxt and cd > 0 and nxt - last >= cd then
+  redis.call('HSET', KEYS[1], 'next_start', string.format('%.6f', last + tonumber(ARGV[3])))
+end
+redis.call('HDEL', KEYS[1], 'not_before', 'crawl_delay', 'hold_by', 'crawl_delay_by')
+redis.call('HSET', KEYS[1], 'cleared', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+_STATE_KEY = re.compile(r"collection:gate:\{([^{}]{1,253})\}")
 
 
 class RedisGate:
@@ -236,3 +285,54 @@ class RedisGate:
             self._redis.close()
         except self._errors:
             pass
+
+    # --- holds: who set them, what they are, lifting them (issue 24 point 6) -----------------
+    def mark_hold(self, host: str, kind: str, seconds: float, set_by: dict) -> None:
+        """Note which response set a Retry-After hold or a Crawl-delay (docs: LocalGate.mark_hold)."""
+        if kind not in (RETRY_AFTER, CRAWL_DELAY) or not seconds or not seconds > 0:
+            return
+        script = self._script("_mark", _MARK_HOLD)
+        self._call("mark-hold", script, keys=self._keys(host)[:1],
+                   args=[kind, min(float(seconds), MAX_DELAY_SECONDS), json.dumps(set_by, sort_keys=True),
+                         IDLE_EXPIRE_SECONDS])
+
+    def hold(self, host: str) -> "Hold | None":
+        return self._describe(host)["hold"]
+
+    def show(self) -> list[dict]:
+        hosts = set()
+        for key in self._call("scan", lambda: list(self._redis.scan_iter(match="collection:gate:{*}", count=500))):
+            matched = _STATE_KEY.fullmatch(key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key))
+            if matched and _HOST.fullmatch(matched.group(1)):
+                hosts.add(matched.group(1))
+        return [self._describe(host) for host in sorted(hosts)]
+
+    def clear(self, host: str, by: str) -> dict | None:
+        lifted = self._describe(host)
+        if lifted["last_start"] is None and lifted["hold"] is None and not lifted["crawl_delay"]:
+            return None
+        note = json.dumps({"by": by, "at": utc(time.time())}, sort_keys=True)
+        done = self._call("clear", self._script("_clear", _CLEAR), keys=self._keys(host)[:1],
+                          args=[note, IDLE_EXPIRE_SECONDS, FLOOR_SECONDS + self.margin])
+        return lifted if done == 1 else None
+
+    def _script(self, name: str, text: str):
+        if not hasattr(self, name):
+            setattr(self, name, self._redis.register_script(text))
+        return getattr(self, name)
+
+    def _describe(self, host: str) -> dict:
+        reply = self._call("state", self._script("_state", _STATE), keys=self._keys(host)[:2])
+        try:
+            server_now, flat, leases = reply
+            now = finite(server_now.decode() if isinstance(server_now, bytes) else server_now, "TIME", 0, 1e11)
+            if not isinstance(flat, list) or len(flat) % 2 or len(flat) > 64:
+                raise ValueError("the record is not a hash the tool wrote")
+            fields = {(k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)): v
+                      for k, v in zip(flat[::2], flat[1::2])}
+            fields = {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in fields.items()}
+            count = int(finite(leases, "the lease count", 0, 1e6))
+            return describe_origin(host, now=now, wall=time.time(), fields=fields, leases=count, margin=self.margin)
+        except (TypeError, ValueError) as exc:
+            raise GateUnavailable(f"the gate {self.description} answered what the tool did not write "
+                                  f"(state of {host}): {exc}") from None

@@ -88,6 +88,9 @@ class Shell:
     # The politeness gate shared with other processes (collection.fetch.gate); None: the
     # in-process scheduler alone (replays, --gate none, tests that build a Shell).
     gate: Any = None
+    # Where a warning an operator must see goes (a hold: collection.fetch.holds), off a
+    # terminal too; None: stderr. `--log-json` silences it (the JSON event says it instead).
+    warn: Callable[[str], None] | None = None
 
     @property
     def virtual(self) -> bool:
@@ -590,6 +593,9 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                           politeness=pacer.politeness, clock=clock, retries=pages.retries,
                           request_timeout=pages.request_timeout_seconds, token=shell.token, pacer=pacer,
                           interval=interval, concurrency=concurrency)
+        drawn: list = []           # the progress line, once there is one (a hold's line goes above it)
+        if pacer.holds.notify is None:
+            pacer.holds.notify = _hold_notice(log, shell.warn, drawn)
         log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
         try:
             try:
@@ -615,6 +621,8 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             workers = _worker_count(source, planner, shared.sharers if shared is not None else None)
             dispatcher = _Dispatcher(planner, fetcher, clock, _lookahead(planner, workers), per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
+            if progress is not None:
+                drawn.append(progress)
             _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log,
                          inline=shared is not None)
             if progress is not None:
@@ -649,6 +657,29 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                 close()
     log("run_finished", complete=record["coverage"]["complete"], generation=record["generation"])
     return record
+
+
+def _hold_notice(log, warn, drawn: list):
+    """A hold met by a worker: one line on stderr (above the progress line when there is one)
+    and one `origin_held` event (issue 24 point 6)."""
+    from collection.fetch.holds import line
+
+    def notify(hold, ends: bool) -> None:
+        # an origin's event, once per process: no source (a dataset's sources share the hold)
+        log("origin_held", ends_origin=ends, source=None, **hold.to_json())
+        text = line(hold, ends)
+        if warn is not None:
+            warn(text)
+            for progress in drawn:
+                progress.tick(force=True)
+        elif drawn:
+            drawn[0].warn(text)
+        else:
+            import sys
+
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+    return notify
 
 
 def _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
@@ -718,6 +749,13 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
             # D-66: origins whose robots.txt redirected outside allowed_origins (status advises)
             record["robots_unreachable"] = [{"origin": origin, "redirect": target}
                                             for origin, target in sorted(unreachable.items())]
+        held = sorted(getattr(dispatcher.fetcher, "held_hosts", ()))
+        if held:
+            from collection.fetch.holds import utc
+
+            # issue 24 point 6: origins whose work a hold ended; their pages stay pending
+            ended = dispatcher.fetcher.pacer.holds.ended
+            record["held_until"] = {f"https://{host}": utc(ended[host].until) for host in held if host in ended}
         generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))
         yield from store.commit_steps(generation)
     except BaseException:
