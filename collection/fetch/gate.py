@@ -413,7 +413,7 @@ class LocalGate:
             last = _number(record.get("last_start"), -1e18)
             nxt = _number(record.get("next_start"), -1e18)
             crawl = _number(record.get("crawl_delay"), 0.0)
-            if crawl and nxt - last >= crawl:
+            if crawl and nxt - last >= crawl - 0.001:      # 1 ms: float sums of now + gap
                 # the next start was the Crawl-delay's: the floor after the last start remains
                 record["next_start"] = last + FLOOR_SECONDS + self.margin
             for key in ("not_before", "crawl_delay", "hold_by", "crawl_delay_by"):

@@ -153,7 +153,7 @@ _CLEAR = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local s = redis.call('HMGET', KEYS[1], 'last_start', 'next_start', 'crawl_delay')
 local last, nxt, cd = tonumber(s[1] or ''), tonumber(s[2] or ''), tonumber(s[3] or '') or 0
-if last and nxt and cd > 0 and nxt - last >= cd then
+if last and nxt and cd > 0 and nxt - last >= cd - 0.001 then
   redis.call('HSET', KEYS[1], 'next_start', string.format('%.6f', last + tonumber(ARGV[3])))
 end
 redis.call('HDEL', KEYS[1], 'not_before', 'crawl_delay', 'hold_by', 'crawl_delay_by')
