@@ -119,6 +119,7 @@ cli.add_lazy_command("robots-check", "collection.commands.robots_check:command")
 cli.add_lazy_command("fixture", "collection.commands.fixture:command")
 cli.add_lazy_command("run", "collection.commands.run:command")
 cli.add_lazy_command("status", "collection.commands.status:command")
+cli.add_lazy_command("gate", "collection.commands.gate:command")
 cli.add_lazy_command("conformance", "collection.commands.conformance:command")
 
 
@@ -134,6 +135,9 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the last line of "never a traceback"
         import sys
 
-        click.echo(f"INTERNAL_ERROR: {type(exc).__name__}: {exc} (a bug in collection; the previous "
-                   "generation is unchanged; please report this line with the command that gave it)", err=True)
+        from collection.redact import scrub
+
+        # scrub: a bug's message may quote a gate URL or a password (issue 24 point 1)
+        click.echo(scrub(f"INTERNAL_ERROR: {type(exc).__name__}: {exc} (a bug in collection; the previous "
+                         "generation is unchanged; please report this line with the command that gave it)"), err=True)
         sys.exit(EXIT_INTERNAL_ERROR)

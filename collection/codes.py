@@ -155,12 +155,17 @@ _ENTRIES = [
          "Cast it: cast(page_ordinal as integer), cast(page_fetched_at as timestamp with time zone).", "REF-08", "PROV-18", "D-49"),
     _run("STATE_LOCKED", "Another run holds the state directory's lock.",
          "Wait for that run to finish; a lock left by a killed run is cleared automatically."),
+    _run("FIXTURE_TOO_LARGE",
+         "The --replay fixture, or what its gzip stream decompresses to, is larger than this process reads "
+         "(1 GiB, or 1/8 of an address-space limit such as ulimit -v), or reading it ran out of memory: a gzip "
+         "bomb, or a corpus too large for the memory the run may use. Nothing was requested or written.",
+         "Check that the right file was given; split a large corpus, or raise the memory limit."),
     _run("INTERNAL_ERROR",
          "The command met an error nobody planned for (a bug). It exits 70 with this code and one line naming the error, never a traceback; a run that ends this way leaves the previous generation current.",
          "Report the line with the command that gave it.", "REF-04"),
     _run("STATE_DAMAGED",
-         "The state directory is not as a run left it: `current` is not a symlink to a generation (a real directory, dangling, a loop), a generation file is missing or not a regular file (a FIFO), or run.json is truncated or lacks a member. The message names the file and what is wrong.",
-         "Run with --resync: the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts.",
+         "The state directory is not as a run left it: `current` is not a symlink to a generation (a real directory, dangling, a loop), a generation file is missing or not a regular file (a FIFO), or run.json is truncated or lacks a member; or a dataset directory's DIR/dataset-run.json is not a dataset record (not UTF-8, not JSON, or not of the shape schemas/dataset-run-record.schema.json gives). The message names the file and what is wrong.",
+         "Run with --resync (a dataset: --only NAME --resync for the damaged source): the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts. A damaged dataset-run.json needs nothing: the next dataset run sets it aside under DIR/set-aside/ and starts a new record.",
          "MERGE-01", "REF-04"),
     _run("GATE_UNAVAILABLE",
          "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, or answered something the tool never writes (a value of the wrong type, not finite or out of range, a key of the wrong type), before the first request or during the run. Nothing is blamed on the publisher. When no page was fetched nothing was written and the previous generation is unchanged; when pages were fetched before the fault, a generation was written with them (its record names `gate_failure`; the pages not reached stay pending). The message says how many requests were made.",
@@ -208,6 +213,12 @@ _ENTRIES = [
 
 CATALOGUE: dict[str, Code] = {entry.code: entry for entry in _ENTRIES}
 
+# Page failures the pinned Reader gives the same body every time (issue 24 point 9): running
+# again cannot help; the recipe (or the Reader pin) must change. `collection decode` replays
+# them on a kept body.
+DECODE_FAILURES = frozenset({"decode_error", "column_mismatch", "story_not_found", "page_too_deep",
+                             "media_type_refused"})
+
 # Any three-digit status a server can send names a code: http.client accepts 100-999 on the
 # status line, and publishers do answer outside RFC 9110's 100-599 (LinkedIn answers crawlers
 # with 999). Anything else a transport could report is `http_status_invalid`.
@@ -239,6 +250,21 @@ def lookup(code: str) -> Code | None:
                     "Check the address; the page keeps its previous rows and is retried on the next run.",
                     ("D-45", "D-53", "D-62"), liveness_for_status(status))
     return None
+
+
+def lookup_any_case(text: str) -> list[Code]:
+    """The entries `text` names in any case (`explain` takes what an operator types): the
+    exact code when there is one, else every code equal to it case-folded — two for
+    `Internal_Error`, the run's INTERNAL_ERROR and the page's internal_error."""
+    text = text.strip()
+    exact = lookup(text)
+    if exact is not None:
+        return [exact]
+    folded = text.casefold()
+    found = [entry for code, entry in CATALOGUE.items() if code.casefold() == folded]
+    if not found and (entry := lookup(folded)) is not None:
+        found = [entry]                      # HTTP_STATUS_404
+    return sorted(found, key=lambda e: e.code)
 
 
 def liveness(code: str) -> str:

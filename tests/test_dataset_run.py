@@ -120,7 +120,7 @@ def test_only_picks_sources_and_an_unknown_name_is_a_usage_error(tmp_path):
     record = json.loads(done.stdout)
     assert [(s["name"], s["status"]) for s in record["sources"]] == [
         ("decisions", "ran"), ("minutes", "not_chosen"), ("agendas", "ran")]
-    assert sorted(os.listdir(state)) == ["agendas", "dataset-run.json", "decisions"]
+    assert sorted(os.listdir(state)) == ["agendas", "dataset-run.json", "dataset-run.lock", "decisions"]
     assert run_cli("run", recipe, "--state", str(state), "--replay", replay, "--only", "nope").returncode == 2
 
     status = run_cli("status", str(state), "--json")

@@ -200,3 +200,26 @@ def test_cli_import_and_export(tmp_path):
     assert result.exit_code == 1
     result = runner.invoke(cli, ["fixture", "import-warc", str(tmp_path / "missing.warc"), "--out", str(tmp_path / "g.json")])
     assert result.exit_code == 2
+
+
+def test_a_hostile_fixture_field_is_a_counted_skip_not_a_crash(tmp_path):
+    """Issue 24 point 11: a WARC-Fixture field that is not a valid fixture response (on a
+    response record, and on a metadata record standing for one) is skipped as
+    bad_fixture_field and counted; the rest of the archive imports."""
+    buffer = io.BytesIO()
+    w = _writer(buffer)
+    good = _http("HTTP/1.1 200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(PAGE)))], PAGE)
+    w.write_record(_response(w, ORIGIN + "/d/1", good, "<urn:uuid:00000000-0000-0000-0000-000000000501>"))
+    w.write_record(_response(w, ORIGIN + "/d/2", good, "<urn:uuid:00000000-0000-0000-0000-000000000502>",
+                             **{"WARC-Fixture": '{"drip": "fast"}'}))
+    w.write_record(w.create_warc_record(ORIGIN + "/d/3", "metadata", payload=io.BytesIO(b""), length=0,
+                                        warc_content_type="application/warc-fields",
+                                        warc_headers_dict={"WARC-Record-ID": "<urn:uuid:00000000-0000-0000-0000-000000000503>",
+                                                           "WARC-Date": "2024-03-01T10:00:00Z",
+                                                           "WARC-Fixture": '{"response": {"status": "x"}}'}))
+    (tmp_path / "h.warc.gz").write_bytes(buffer.getvalue())
+    fixture, stats = import_warcs([str(tmp_path / "h.warc.gz")])
+    assert [e.url for e in fixture.exchanges] == [ORIGIN + "/d/1"]
+    assert stats["skipped_by_reason"] == {"bad_fixture_field": 2}
+    assert stats["skipped_by_type"] == {"response": 1, "metadata": 1}
+    assert stats["records"] == stats["responses"] + stats["skipped"] == 3

@@ -1,7 +1,7 @@
 """`collection fixture …`: tools for recorded-exchange fixtures (docs/fixtures.md).
 
     collection fixture check FIXTURE [--recipe RECIPE] [--run N] [--json]
-    collection fixture import-warc FILE.warc.gz... --out FIXTURE
+    collection fixture import-warc FILE.warc.gz... --out FIXTURE [--json]
     collection fixture export-warc FIXTURE --out FILE.warc.gz
 
 check: exit 0 when the fixture is valid (and, with a recipe, answers every request the
@@ -115,7 +115,8 @@ def _print_check(report: dict) -> None:
 ))
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="The fixture to write (.gz: compressed).")
-@click.option("--json", "as_json", is_flag=True, help="Print what was imported and skipped as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was imported, and each record skipped counted by reason, as JSON.")
 def import_warc(files: tuple[str, ...], out: str, as_json: bool) -> None:
     """Turn the HTTPS response records of FILES into a fixture."""
     from collection.recording import warc
@@ -127,17 +128,33 @@ def import_warc(files: tuple[str, ...], out: str, as_json: bool) -> None:
         _fail(f"cannot read {exc.filename}: {exc.strerror}", 2)
     except warc.WarcError as exc:
         _fail(f"{exc}", 1)
-    if not fixture.exchanges:
-        _fail(f"no HTTPS response records in {', '.join(files)}", 1)
-    write_fixture(out, fixture)
+    written = bool(fixture.exchanges)
+    if written:
+        write_fixture(out, fixture)
+    # what was left out, and why, is reported whether or not anything was written
     if as_json:
-        click.echo(ordered_json({"out": out, **stats}))
+        click.echo(ordered_json({"out": out if written else None, "exchanges": len(fixture.exchanges), **stats}))
     else:
-        click.echo(f"{out}: {len(fixture.exchanges)} exchanges from {stats['responses']} responses "
-                   f"({stats['revisits_resolved']} revisits resolved, {stats['skipped']} records skipped)")
-        for note in stats["notes"]:
-            click.echo(f"  note: {note}")
+        _print_import(out if written else None, len(fixture.exchanges), stats)
+    if not written:
+        _fail(f"no HTTPS response records in {', '.join(files)}", 1)
     sys.exit(0)
+
+
+def _print_import(out: str | None, exchanges: int, stats: dict) -> None:
+    from collection.recording.warc import SKIP_REASONS
+
+    head = f"{out}: {exchanges} exchanges" if out else "nothing written"
+    click.echo(f"{head} from {stats['records']} records: {stats['responses']} responses "
+               f"({stats['stored_decoded']} stored decoded, {stats['truncated']} cut short), "
+               f"{stats['revisits_resolved']} revisits resolved, {stats['requests']} requests paired, "
+               f"{stats['skipped']} records skipped")
+    for reason, count in sorted(stats["skipped_by_reason"].items()):
+        click.echo(f"  skipped {count} ({reason}): {SKIP_REASONS.get(reason, reason)}")
+    for note in stats["notes"]:
+        click.echo(f"  note: {note}")
+    if stats["notes_left_off"]:
+        click.echo(f"  ({stats['notes_left_off']} more notes left off; --json counts every record by reason)")
 
 
 @group.command("export-warc", epilog=examples(

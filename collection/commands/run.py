@@ -15,7 +15,8 @@ from pathlib import Path
 
 import click
 
-from collection.commands import examples
+from collection import codes
+from collection.commands import examples, failure_lines
 
 from collection.canonical import ordered_json
 from collection.fetch.clock import SystemClock, VirtualClock
@@ -51,7 +52,8 @@ def _recording(transport, path: str, run_number: int, clock):
 
 
 def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None, resolve: tuple[str, ...],
-                token: str | None, info_url: str | None, gate: str | None = None) -> Shell:
+                token: str | None, info_url: str | None, gate: str | None = None,
+                gate_ca_bundle: str | None = None) -> Shell:
 
     token = token or DEFAULT_TOKEN
     info_url = info_url or DEFAULT_INFO_URL
@@ -65,7 +67,14 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
 
         try:
             fixture = load_fixture(replay)
-        except (OSError, FixtureError, ValueError) as exc:
+        except FixtureError as exc:
+            if exc.code is not None:        # a bound of this process (a gzip bomb, a memory limit): a refusal
+                from collection.recipe.refusal import Refusal
+
+                raise RefusedError([Refusal(exc.code, "", f"cannot replay {replay}: {exc.message}",
+                                            "a fixture is read within the process's memory (docs/fixtures.md)")]) from None
+            raise RunUsageError(f"cannot replay {replay}: {exc}") from None
+        except (OSError, ValueError) as exc:
             raise RunUsageError(f"cannot replay {replay}: {exc}") from None
         clock = VirtualClock(turns=True)    # deterministic replays on several workers
 
@@ -103,12 +112,13 @@ def build_shell(*, replay: str | None, record: str | None, ca_bundle: str | None
     from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
     from collection.fetch.gate import GATE_ENV, GateUnavailable, parse_gate
 
+    gate = gate or os.environ.get(GATE_ENV)
     try:
-        shared_gate = parse_gate(gate or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS)
+        shared_gate = parse_gate(gate, ARRIVAL_MARGIN_SECONDS, ca_bundle=gate_ca_bundle)
     except ValueError as exc:
-        raise RunUsageError(str(exc)) from None
+        raise RunUsageError(str(exc)) from None       # its message is already redacted
     except GateUnavailable as exc:
-        raise gate_refusal(exc, gate) from None
+        raise gate_refusal(exc, gate) from None       # which redacts the address
     return Shell(clock, live_transport, lambda source: Egress(resolve_map), token, gate=shared_gate)
 
 
@@ -120,7 +130,10 @@ def _took(record: dict) -> str:
     return f"{record['wall_seconds']:.1f} s"
 
 
-def human_summary(record: dict) -> str:
+def human_summary(record: dict, state_dir: str | None = None, recipe: str = "RECIPE",
+                  source: str | None = None) -> str:
+    """`state_dir`: where the generation is (to name its kept failing bodies); `source`: the
+    dataset source's name (for `collection decode --source`)."""
     cov = record["coverage"]
     req = record["requests"]
     lines = [
@@ -142,10 +155,18 @@ def human_summary(record: dict) -> str:
     warning = record.get("discovery", {}).get("warning")
     if warning:
         lines.insert(3, f"  warning: {warning}")
+    for origin, until in sorted((record.get("held_until") or {}).items()):
+        lines.append(f"  held: {origin} until {until} (Retry-After or Crawl-delay); its pages stay pending "
+                     "(`collection gate show`, `collection gate clear`)")
     for c in record["corrections"][:10]:
         lines.append(f"  corrected {c['page_id']} → revision {c['revision']}")
     if len(record["corrections"]) > 10:
         lines.append(f"  … and {len(record['corrections']) - 10} more corrections")
+    failing = record.get("failures", {}).get("failed_pages") or []
+    generation_dir = (os.path.join(os.path.abspath(state_dir), "generations", record["generation"])
+                      if state_dir else None)
+    lines += failure_lines.page_lines(failing, generation_dir, recipe=recipe, source=source)
+    lines += [f"  → {line}" for line in failure_lines.advice_lines(failure_lines.codes_of(failing))]
     return "\n".join(lines)
 
 
@@ -177,31 +198,56 @@ def human_summary(record: dict) -> str:
 @click.option("--record", type=click.Path(dir_okay=False), help="Record the run's exchanges as a fixture.")
 @click.option("--gate", default=None, metavar="GATE",
               help="The politeness gate shared with other runs: `local` (the default: every run of this user "
-                   "on this machine), `local:DIR`, `redis://HOST:PORT/DB` (a fleet; also COLLECTION_GATE), or "
-                   "`none` — only for a run the operator knows is alone, since other runs then cannot see its "
-                   "requests. Replays never use a shared gate.")
+                   "on this machine), `local:DIR`, `redis://[USER:PASSWORD@]HOST:PORT/DB` (a fleet; `rediss://` "
+                   "for TLS, `unix:///PATH` for a socket; also COLLECTION_GATE, and the password may be in "
+                   "COLLECTION_GATE_PASSWORD instead), or `none` — only for a run the operator knows is alone, "
+                   "since other runs then cannot see its requests. Replays never use a shared gate.")
+@click.option("--gate-ca-bundle", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="CA certificates a rediss:// gate's certificate is checked against (also "
+                   "COLLECTION_GATE_CA_BUNDLE).  [default: the system's]")
 @click.option("--only", multiple=True, metavar="NAME", help="Dataset: run only this source (repeatable).")
+@click.option("--metrics-file", "metrics_file", default=None, metavar="PATH",
+              help="Write the run's figures to PATH (*.prom) in the Prometheus text format, atomically, "
+                   "for node_exporter's textfile collector (also when the run is refused).")
 def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, resolve, user_agent_token,
-            user_agent_url, keep, log_json, replay, record, gate, only) -> None:
+            user_agent_url, keep, log_json, replay, record, gate, gate_ca_bundle, only, metrics_file) -> None:
     """Run the collection RECIPE (a source, or every collection source of a dataset into
     --state/<source name>/) against its publisher and write a new generation to --state."""
-    from collection.run.dataset import DatasetSettings, execute_dataset, is_dataset
+    from collection.run.dataset import DatasetRecordError, DatasetSettings, execute_dataset, is_dataset
     from collection.run.progress import JsonLog, Progress
 
     data = _read(recipe, "recipe")
     dataset = is_dataset(data)
     if only and not dataset:
         _usage("--only picks sources of a dataset; RECIPE is a source document")
+    if metrics_file is not None:
+        from collection.run.metrics import check_path
+
+        problem = check_path(metrics_file)
+        if problem:
+            _usage(problem)
+    metrics = _Metrics(metrics_file, data, state_dir, dataset)
     try:
-        plan = load_plan(_read(plan_path, "action plan")) if plan_path else None
+        plan = load_plan(_read(plan_path, "action plan"), f"the action plan {plan_path}") if plan_path else None
         shell = build_shell(replay=replay, record=record, ca_bundle=ca_bundle, resolve=resolve,
-                            token=user_agent_token, info_url=user_agent_url, gate=gate)
+                            token=user_agent_token, info_url=user_agent_url, gate=gate,
+                            gate_ca_bundle=gate_ca_bundle)
         log = JsonLog(shell.clock) if log_json else None
+        if log_json:
+            shell.warn = lambda text: None      # the `origin_held` event says it on stderr instead
         if dataset:
-            result = execute_dataset(data, DatasetSettings(state_dir, only=tuple(only), resync=resync,
-                                                           deadline_seconds=deadline, keep=keep, plan=plan),
-                                     shell, log=log)
-            _dataset_exit(result, as_json)
+            try:
+                result = execute_dataset(data, DatasetSettings(state_dir, only=tuple(only), resync=resync,
+                                                               deadline_seconds=deadline, keep=keep, plan=plan),
+                                         shell, log=log, warn=lambda line: click.echo(f"collection run: {line}",
+                                                                                      err=True))
+            except DatasetRecordError as exc:
+                # the sources' own generations are written: report them, then the record (exit 2)
+                click.echo(f"collection run: {exc}", err=True)
+                metrics.dataset(exc.record)
+                _dataset_exit(exc.record, as_json, state_dir, recipe, record_failed=True)
+            metrics.dataset(result)
+            _dataset_exit(result, as_json, state_dir, recipe)
         settings = RunSettings(state_dir, resync=resync, deadline_seconds=deadline, keep=keep, plan=plan)
         progress = Progress if sys.stderr.isatty() and not log_json else None
         result = execute(data, settings, shell, log=log, progress_factory=progress)
@@ -216,7 +262,10 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
     except (RefusedError, StateLocked) as exc:
         refusals = exc.refusals if isinstance(exc, RefusedError) else [exc.to_refusal()]
         for refusal in refusals:
-            click.echo(f"{refusal.code}: {refusal.message} [{refusal.rule}]"
+            # a registration refusal is the recipe's: name the file, as validate does
+            entry = codes.lookup(refusal.code)
+            click.echo(("" if entry is None or entry.kind != codes.REGISTRATION else f"{recipe}: ")
+                       + f"{refusal.code}: {refusal.message} [{refusal.rule}]"
                        + (f" at {refusal.pointer}" if refusal.pointer else ""), err=True)
         if as_json:
             shown = {"refused": True, "code": refusals[0].code, "refusals": [r.to_json() for r in refusals]}
@@ -225,20 +274,98 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
                 shown["requests"] = exc.requests
                 shown["record"] = exc.record
             click.echo(ordered_json(shown))
+        metrics.refused()
         sys.exit(1)
+    metrics.source(result)
     if as_json:
         click.echo(ordered_json(result))
     else:
-        click.echo(human_summary(result))
+        click.echo(human_summary(result, state_dir, recipe))
     sys.exit(0)
 
 
-def dataset_summary(result: dict) -> str:
+class _Metrics:
+    """--metrics-file: written after the run (or its refusal); a failure to write it is said
+    on stderr and makes the exit 2, since a monitor reading a stale file would be misled."""
+
+    def __init__(self, path: str | None, data: bytes, state_dir: str, dataset: bool):
+        self.path, self.data, self.state_dir, self.is_dataset = path, data, state_dir, dataset
+
+    def _write(self, samples) -> None:
+        if self.path is None:
+            return
+        from collection.run.metrics import render, write_atomically
+
+        try:
+            write_atomically(self.path, render(samples))
+        except OSError as exc:
+            click.echo(f"collection run: cannot write --metrics-file {self.path}: {exc.strerror or exc} "
+                       "(the run itself is as reported)", err=True)
+            sys.exit(2)
+
+    def source(self, record: dict) -> None:
+        from collection.run.metrics import source_samples
+
+        self._write(source_samples({"source": record["source"]}, record, refused=False))
+
+    def dataset(self, result: dict) -> None:
+        from collection.run.metrics import source_samples
+
+        samples = []
+        for entry in result["sources"]:
+            if entry["status"] not in ("ran", "refused", "error"):
+                continue        # not chosen (--only) or another adapter's: another job's figures
+            labels = {"dataset": result["dataset"], "source": entry["name"]}
+            record = entry["record"] if entry["status"] == "ran" else None
+            samples += source_samples(labels, record, refused=record is None,
+                                      last_success=None if record else
+                                      _current_record(os.path.join(self.state_dir, entry["name"])))
+        self._write(samples)
+
+    def refused(self) -> None:
+        """A refused run writes nothing to the state, so the last success is the current
+        generation's (none when there is none): never this refusal's time."""
+        if self.path is None:
+            return
+        from collection.run.metrics import source_samples
+
+        name = _recipe_name(self.data)
+        if self.is_dataset:
+            labels = {"dataset": name}
+            last = None
+        else:
+            labels = {"source": name}
+            last = _current_record(self.state_dir)
+        self._write(source_samples(labels, None, refused=True, last_success=last))
+
+
+def _recipe_name(data: bytes) -> str:
+    import json
+
+    try:
+        name = json.loads(data).get("name")
+    except (ValueError, AttributeError, RecursionError):
+        name = None
+    return name if isinstance(name, str) else ""
+
+
+def _current_record(directory: str) -> dict | None:
+    from collection.store.generations import check_generation, read_record_file
+
+    try:
+        current = check_generation(directory)
+        return read_record_file(directory, current) if current else None
+    except Exception:  # noqa: BLE001 - a damaged state directory has no last success to report
+        return None
+
+
+def dataset_summary(result: dict, state_dir: str | None = None, recipe: str = "RECIPE") -> str:
     lines = [f"dataset {result['dataset']}: run {result['dataset_run']} (gate {result['gate']})"]
     for source in result["sources"]:
         status = source["status"]
         if status == "ran":
-            lines.append(human_summary(source["record"]))
+            lines.append(human_summary(source["record"], os.path.join(state_dir, source["name"]) if state_dir else None,
+                                       recipe, source["name"]))
         elif status == "refused":
             first = source["refusals"][0]
             lines.append(f"{source['name']}: refused {source['code']}: {first['message']}"
@@ -255,7 +382,8 @@ def dataset_summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-def _dataset_exit(result: dict, as_json: bool) -> None:
+def _dataset_exit(result: dict, as_json: bool, state_dir: str | None = None, recipe: str = "RECIPE",
+                  record_failed: bool = False) -> None:
     for source in result["sources"]:
         for refusal in source["refusals"]:
             click.echo(f"{source['name']}: {refusal['code']}: {refusal['message']} [{refusal['rule']}]"
@@ -263,6 +391,6 @@ def _dataset_exit(result: dict, as_json: bool) -> None:
         if source["status"] == "error":
             click.echo(f"collection run: {source['name']}: cannot use its state directory: {source['message']}",
                        err=True)
-    click.echo(ordered_json(result) if as_json else dataset_summary(result))
+    click.echo(ordered_json(result) if as_json else dataset_summary(result, state_dir, recipe))
     counts = result["counts"]
-    sys.exit(2 if counts["error"] else 1 if counts["refused"] else 0)
+    sys.exit(2 if counts["error"] or record_failed else 1 if counts["refused"] else 0)

@@ -2,7 +2,9 @@
 
 Reads only `DIR/current` (never takes the lock: a generation is immutable once current,
 so status is safe beside a running `collection run`). Exit 0 when DIR has a generation,
-1 when it has none yet, 2 for usage errors.
+1 when it has none yet, 2 for usage errors and damaged state. A dataset directory
+(DIR/<source>/..., DIR/dataset-run.json) gets a line per source whatever is damaged; exit 2
+when the dataset record or any source is damaged, each named on its own line.
 """
 
 from __future__ import annotations
@@ -17,15 +19,12 @@ from collection.commands import examples
 
 from collection.canonical import ordered_json
 from collection.merge.ledger import MergeInvalid, iter_ledger
-from collection.store.generations import LEDGER, StateDamaged, check_generation, read_record_file
+from collection.store.generations import (LEDGER, RUN_RECORD, STATE_DAMAGED, StateDamaged, check_generation,
+                                          read_record_file)
 from collection.merge.states import FAILED, PAGE_STATES, PENDING, SKIPPED_ORIGIN
-
-# What an operator does about a failure class (D-62).
-_CLASS_ADVICE = {
-    "gone": "the publisher no longer serves them (404/410); their rows are kept",
-    "blocked": "check robots.txt and the User-Agent token, or ask the origin's operator",
-    "error": "server errors, timeouts or decode failures; they are retried first on the next run",
-}
+from collection.commands import failure_lines
+from collection.run.failed_pages import streaks_of
+from collection.store.datasetrecord import DATASET_RECORD, DatasetRecordDamaged, is_source_name, read_dataset_record
 
 
 def summarise(directory: str) -> dict | None:
@@ -41,6 +40,8 @@ def summarise(directory: str) -> dict | None:
     states: Counter = Counter({s: 0 for s in PAGE_STATES})
     by_class: Counter = Counter()
     by_code: Counter = Counter()
+    streaks = streaks_of(record)
+    failed_pages = []
     try:
         with open(os.path.join(current, LEDGER), newline="", encoding="utf-8") as handle:
             for row in iter_ledger(handle):
@@ -48,6 +49,8 @@ def summarise(directory: str) -> dict | None:
                 if row.state in (FAILED, SKIPPED_ORIGIN) and row.failure_code:
                     by_code[row.failure_code] += 1
                     by_class[row.failure_class or "error"] += 1
+                if row.state == FAILED:
+                    failed_pages.append(_failed_page(row, streaks.get(row.page_id)))
     except UnicodeDecodeError as exc:
         raise MergeInvalid(f"not UTF-8 ({exc})", pointer=LEDGER, rule="D-02") from None
     except csv.Error as exc:
@@ -63,11 +66,23 @@ def summarise(directory: str) -> dict | None:
         "rows": record["rows"],
         "pages": dict(states),
         "failures": {"by_class": dict(sorted(by_class.items())), "by_code": dict(sorted(by_code.items()))},
+        "failed_pages": sorted(failed_pages, key=lambda e: (e["since"] or "", e["page_id"])),
         "corrections": record["corrections"],
         "discovery_warning": record.get("discovery", {}).get("warning"),
         "next": advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"))
         + robots_advice(record),
     }
+
+
+def _failed_page(row, streak: dict | None) -> dict:
+    """A failed ledger row as status shows it; since/attempts from the run record when it
+    kept them (a generation written before it did: since its latest failure, attempts
+    unknown)."""
+    return {"page_id": row.page_id, "url": row.url, "failure_code": row.failure_code,
+            "failure_class": row.failure_class, "failed_at": row.failed_at,
+            "since": streak["since"] if streak else row.failed_at,
+            "attempts": streak["attempts"] if streak else None,
+            "body": streak["body"] if streak else None, "media_type": streak["media_type"] if streak else None}
 
 
 def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warning: str | None = None) -> list[str]:
@@ -82,19 +97,8 @@ def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warnin
         out.append("discovery stopped at a ceiling: raise discovery.max_requests (or pages.max_pages) to list the rest")
     if states[PENDING]:
         out.append(f"{states[PENDING]:,} pages pending: run again to continue")
-    blocked = {code: n for code, n in by_code.items()
-               if code in ("robots_disallowed", "http_status_401", "http_status_403", "http_status_429",
-                           "waf_challenge")}
-    if blocked:
-        total = sum(blocked.values())
-        out.append(f"{total:,} pages blocked ({', '.join(sorted(blocked))}): check robots and the User-Agent")
-    gone = sum(n for code, n in by_code.items() if code in ("http_status_404", "http_status_410"))
-    if gone:
-        out.append(f"{gone:,} pages gone (404/410): their rows are kept; remove them from the publisher's index "
-                   "or ignore")
-    other = states[FAILED] - sum(blocked.values()) - gone
-    if other > 0:
-        out.append(f"{other:,} pages failed with errors: run again to retry them (oldest failure first)")
+    # advice by class (issue 24 point 9): a decode failure is the recipe's, never "run again"
+    out.extend(failure_lines.advice_lines(by_code))
     if states[SKIPPED_ORIGIN]:
         out.append(f"{states[SKIPPED_ORIGIN]:,} pages outside allowed_origins: add their origin if they belong")
     if truncated:
@@ -106,36 +110,84 @@ def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warnin
     return out
 
 
+def _damage(exc: Exception, name: str) -> dict:
+    """What is damaged in source `name` (a file relative to the dataset directory) and its code."""
+    refusal = exc.to_refusal()
+    # StateDamaged names a file relative to the source's directory, MergeInvalid one of
+    # `current`'s files
+    file = exc.file if isinstance(exc, StateDamaged) else os.path.join("current", exc.pointer)
+    return {"code": refusal.code, "file": os.path.join(name, file) if file else name, "message": refusal.message}
+
+
+def _source_dirs(directory: str) -> list[str]:
+    """The source state directories in a dataset directory: DIR/<source name>/ holding what
+    a run leaves (a `current`, `generations/` or the lock), sorted."""
+    found = []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if is_source_name(name) and os.path.isdir(path) and any(
+                os.path.lexists(os.path.join(path, member)) for member in ("current", "generations", "lock")):
+            found.append(name)
+    return found
+
+
 def summarise_dataset(directory: str) -> dict | None:
-    """A dataset state directory (DIR/<source name>/ per source, DIR/dataset-run.json): each
-    source's summary and the last dataset run's verdict on it; None when DIR is not one."""
-    import json
-    import os
-
-    from collection.run.dataset import DATASET_RECORD
-
-    record = None
+    """A dataset state directory (DIR/<source name>/ per source, DIR/dataset-run.json): a line
+    per source — its summary, or what is damaged in it — and the dataset record's verdict on
+    it; None when DIR is not one. Never raises for one source's damage nor for a damaged
+    dataset record: each is named (`damage`, `record_damage`) and the rest is still listed."""
+    record, record_damage = None, None
     try:
-        with open(os.path.join(directory, DATASET_RECORD), "rb") as handle:
-            record = json.loads(handle.read())
-    except (OSError, ValueError):
-        pass
+        record = read_dataset_record(directory)
+    except DatasetRecordDamaged as exc:
+        refusal = exc.to_refusal()
+        record_damage = {"code": refusal.code, "file": exc.file, "message": refusal.message}
+    on_disk = _source_dirs(directory)
     if record is not None:
         entries = [(s["name"], s) for s in record["sources"]]
+        listed = {name for name, _ in entries}
+        # a source directory the record does not list (the dataset lost it, or the record was
+        # started again): still shown
+        entries += [(name, None) for name in on_disk if name not in listed]
     else:
-        # no dataset record yet (a first dataset run killed before its end): every source
-        # directory with a `current`, damaged or not (summarise says which)
-        names = sorted(n for n in os.listdir(directory) if os.path.lexists(os.path.join(directory, n, "current")))
-        if not names:
+        # no dataset record yet (a first dataset run killed before its end) or a damaged one:
+        # every source directory, damaged or not
+        if not on_disk and record_damage is None:
             return None
-        entries = [(n, None) for n in names]
+        entries = [(name, None) for name in on_disk]
     sources, steps = [], []
+    if record_damage is not None:
+        steps.append(f"{DATASET_RECORD}: {record_damage['code']}: the next dataset run sets it aside and "
+                     "starts a new record (the sources' own state is untouched)")
     for name, last in entries:
-        summary = summarise(os.path.join(directory, name))
+        summary, damage = None, None
+        try:
+            summary = summarise(os.path.join(directory, name))
+            if summary is not None:
+                _source_line({"name": name, "last_run": "ran", "code": None, "summary": summary, "damage": None})
+        except (StateDamaged, MergeInvalid) as exc:
+            damage = _damage(exc, name)
+        except (KeyError, TypeError, ValueError) as exc:
+            # run.json has its members but not what they hold (a coverage block without its
+            # members, a count that is not a number): the generation cannot be summarised
+            summary, damage = None, {"code": STATE_DAMAGED, "file": os.path.join(name, "current", RUN_RECORD),
+                                     "message": f"{os.path.join(directory, name, 'current', RUN_RECORD)}: cannot be "
+                                                f"summarised ({type(exc).__name__}: {str(exc)[:200]}); `collection "
+                                                "run --resync` sets the damaged generation aside and starts again"}
+        except OSError as exc:
+            damage = {"code": None, "file": os.path.join(name, os.path.relpath(exc.filename, os.path.join(
+                directory, name))) if exc.filename else name, "message": f"cannot be read: {exc.strerror or exc}"}
         status = last["status"] if last else ("ran" if summary else "unknown")
         sources.append({"name": name, "last_run": status, "code": last.get("code") if last else None,
-                        "summary": summary})
-        if last and last["status"] == "refused":
+                        "dataset_run": last.get("dataset_run") if last else None,
+                        "summary": summary, "damage": damage})
+        if damage is not None and damage["code"] is not None:
+            steps.append(f"{name}: {damage['code']}: `collection run DATASET --only {name} --resync --state "
+                         f"{directory}` sets the damaged generation aside and starts again "
+                         f"(`collection explain {damage['code']}`)")
+        elif damage is not None:
+            steps.append(f"{name}: check that {os.path.join(directory, damage['file'])} can be read")
+        elif last and last["status"] == "refused":
             steps.append(f"{name}: last run refused with {last['code']}: `collection explain {last['code']}`")
         elif summary is not None:
             steps.extend(f"{name}: {line}" for line in summary["next"]
@@ -144,12 +196,16 @@ def summarise_dataset(directory: str) -> dict | None:
             steps.append(f"{name}: no generation yet: run the dataset")
     if not steps:
         steps.append("every source is complete: nothing to do until the publishers change")
+    damaged = record_damage is not None or any(s["damage"] for s in sources)
     return {"state": os.path.abspath(directory), "dataset": record["dataset"] if record else None,
-            "dataset_run": record["dataset_run"] if record else None, "sources": sources, "next": steps}
+            "dataset_run": record["dataset_run"] if record else None, "record_damage": record_damage,
+            "damaged": damaged, "sources": sources, "next": steps}
 
 
 def _source_line(entry: dict) -> str:
-    summary = entry["summary"]
+    summary, damage = entry["summary"], entry["damage"]
+    if damage is not None:
+        return f"{entry['name']}: {damage['code'] or 'unreadable'}: {damage['message']}"
     if entry["last_run"] == "not_collected":
         return f"{entry['name']}: not collected by this tool (another adapter)"
     if summary is None:
@@ -163,6 +219,14 @@ def _source_line(entry: dict) -> str:
     return line
 
 
+def _dataset_page_lines(state: str, entry: dict) -> list[str]:
+    summary = entry.get("summary")
+    if not isinstance(summary, dict) or not summary.get("failed_pages"):
+        return []
+    return failure_lines.page_lines(summary["failed_pages"], os.path.join(state, entry["name"], "current"),
+                                    source=entry["name"], indent="    ")
+
+
 def robots_advice(record: dict) -> list[str]:
     """D-66: a robots.txt that redirected outside allowed_origins blocked its whole origin."""
     return [f"robots.txt of {entry['origin']} redirects to {entry['redirect']}, outside allowed_origins, so every "
@@ -171,14 +235,70 @@ def robots_advice(record: dict) -> list[str]:
             if isinstance(entry, dict) and {"origin", "redirect"} <= set(entry)]
 
 
+def origin_hosts(directory: str) -> set[str]:
+    """The hosts of the pages DIR's current generation knows (and any its last run found
+    held): the origins whose holds `status` lists. Empty before the first run."""
+    from urllib.parse import urlsplit
+
+    current = check_generation(directory)
+    if current is None:
+        return set()
+    hosts = set()
+    with open(os.path.join(current, LEDGER), newline="", encoding="utf-8") as handle:
+        for row in iter_ledger(handle):
+            hosts.add(urlsplit(row.url).hostname or "")
+    record = read_record_file(directory, current)
+    held = record.get("held_until")
+    if isinstance(held, dict):
+        hosts.update(o[len("https://"):] for o in held if isinstance(o, str) and o.startswith("https://"))
+    hosts.discard("")
+    return hosts
+
+
+def gate_holds(hosts: set[str], gate_value: str | None) -> tuple[list | None, str | None]:
+    """(the holds on `hosts` now, None) read from the gate `--gate` names (the local gate by
+    default, as `run`), or (None, why not). Only reads: `hold` never creates or changes a record."""
+    from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
+    from collection.fetch.gate import GATE_ENV, GateUnavailable, parse_gate
+
+    try:
+        gate = parse_gate(gate_value or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS)
+    except (ValueError, GateUnavailable) as exc:
+        return None, str(exc)
+    if gate is None:
+        return [], None
+    try:
+        holds = [hold for hold in (gate.hold(host) for host in sorted(hosts)) if hold is not None]
+    except GateUnavailable as exc:
+        return None, f"the gate {gate.description} cannot be read: {exc}"
+    finally:
+        gate.close()
+    return holds, None
+
+
+def _hold_lines(holds: list | None, problem: str | None) -> list[str]:
+    from collection.commands.gate import hold_text
+
+    if problem is not None:
+        return [f"holds: not known ({problem})"]
+    return [f"held: {hold.origin} {hold_text(hold)}; its pages wait: `collection gate clear {hold.origin}` lifts it"
+            for hold in holds or ()]
+
+
 @click.command("status", epilog=examples(
     "collection status /tmp/cd",
     "collection status /var/lib/collection/decisions --json",
 ))
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(directory: str, as_json: bool) -> None:
+@click.option("--gate", "gate_value", default=None, metavar="GATE",
+              help="The politeness gate whose holds on these origins to list, as `run --gate` (default: the "
+                   "local gate, or COLLECTION_GATE); `none` lists none. Only read.")
+def command(directory: str, as_json: bool, gate_value: str | None) -> None:
     """Summarise the state directory DIRECTORY: coverage, pages by state, what to do next."""
+    if os.path.lexists(os.path.join(directory, DATASET_RECORD)):
+        # a dataset directory, whatever its sources are named (one may be `current`)
+        _print_dataset(_with_holds(_dataset_or_exit(directory), directory, gate_value), directory, as_json)
     try:
         summary = summarise(directory)
     except (StateDamaged, MergeInvalid) as exc:
@@ -193,27 +313,20 @@ def command(directory: str, as_json: bool) -> None:
         click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
         sys.exit(2)
     if summary is None and os.path.isdir(directory):
-        try:
-            dataset = summarise_dataset(directory)
-        except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged) as exc:
-            click.echo(f"collection status: cannot read {directory}: {exc}", err=True)
-            sys.exit(2)
+        dataset = _dataset_or_exit(directory)
         if dataset is not None:
-            if as_json:
-                click.echo(ordered_json(dataset))
-                sys.exit(0)
-            title = f"dataset {dataset['dataset']}, run {dataset['dataset_run']}" if dataset["dataset"] else "dataset"
-            click.echo(f"{dataset['state']}: {title}")
-            for entry in dataset["sources"]:
-                click.echo(f"  {_source_line(entry)}")
-            for line in dataset["next"]:
-                click.echo(f"  → {line}")
-            sys.exit(0)
+            _print_dataset(_with_holds(dataset, directory, gate_value), directory, as_json)
     if summary is None:
         if as_json:
             click.echo(ordered_json({"state": directory, "generation": None}))
         click.echo(f"{directory}: no generation yet (run `collection run RECIPE --state {directory}`)", err=True)
         sys.exit(1)
+    try:
+        holds, problem = gate_holds(origin_hosts(directory), gate_value)
+    except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged) as exc:
+        holds, problem = None, str(exc)
+    summary["holds"] = [h.to_json() for h in holds] if holds is not None else None
+    summary["next"] = summary["next"] + _hold_lines(holds, problem)
     if as_json:
         click.echo(ordered_json(summary))
         sys.exit(0)
@@ -226,8 +339,58 @@ def command(directory: str, as_json: bool) -> None:
     click.echo("  pages: " + ", ".join(f"{state} {n:,}" for state, n in pages.items()))
     if summary["failures"]["by_code"]:
         click.echo("  failures: " + ", ".join(f"{code} {n:,}" for code, n in summary["failures"]["by_code"].items()))
+    for line in failure_lines.page_lines(summary["failed_pages"], os.path.join(summary["state"], "current")):
+        click.echo(line)
     for c in summary["corrections"][:10]:
         click.echo(f"  last run corrected {c['page_id']} (revision {c['revision']})")
     for line in summary["next"]:
         click.echo(f"  → {line}")
+    sys.exit(0)
+
+
+def _dataset_or_exit(directory: str) -> dict | None:
+    try:
+        return summarise_dataset(directory)
+    except OSError as exc:          # DIR itself cannot be listed
+        click.echo(f"collection status: cannot read {directory}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+
+
+def _with_holds(dataset: dict, directory: str, gate_value: str | None) -> dict:
+    """The dataset summary with the gate's holds on every source's origins."""
+    if dataset is None:
+        return dataset
+    hosts: set[str] = set()
+    for entry in dataset["sources"]:
+        try:
+            hosts |= origin_hosts(os.path.join(directory, entry["name"]))
+        except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged):
+            pass            # that source's line says what is wrong with it
+    holds, problem = gate_holds(hosts, gate_value)
+    dataset["holds"] = [h.to_json() for h in holds] if holds is not None else None
+    dataset["next"] = dataset["next"] + _hold_lines(holds, problem)
+    return dataset
+
+
+def _print_dataset(dataset: dict, directory: str, as_json: bool) -> None:
+    """A line per source, damaged or not; exit 2 when the dataset record or any source is
+    damaged (as `status` on one damaged source directory), else 0."""
+    if as_json:
+        click.echo(ordered_json(dataset))
+    else:
+        title = f"dataset {dataset['dataset']}, run {dataset['dataset_run']}" if dataset["dataset"] else "dataset"
+        click.echo(f"{dataset['state']}: {title}")
+        if dataset["record_damage"] is not None:
+            damage = dataset["record_damage"]
+            click.echo(f"  {damage['file']}: {damage['code']}: {damage['message']}")
+        for entry in dataset["sources"]:
+            click.echo(f"  {_source_line(entry)}")
+            for line in _dataset_page_lines(dataset["state"], entry):
+                click.echo(line)
+        for line in dataset["next"]:
+            click.echo(f"  → {line}")
+    if dataset["damaged"]:
+        named = [d["file"] for d in [dataset["record_damage"], *(s["damage"] for s in dataset["sources"])] if d]
+        click.echo(f"collection status: {directory}: damaged: {', '.join(named)}", err=True)
+        sys.exit(2)
     sys.exit(0)

@@ -4,6 +4,11 @@ Every format renders the same report entries (one per file, refusals in document
 a CI job, an editor and a person read the same refusals in the same order. Each renderer is
 a function of the entries alone: no clock, no host name, so the output is deterministic.
 
+An entry's `file` is the name as the operating system gave it: on POSIX a str that carries
+bytes which are not UTF-8 as lone surrogates (surrogateescape). Every format shows it through
+`shown()` (those bytes and control characters as `\\xNN`), and SARIF's URIs percent-encode the
+name's bytes, so no file name crashes a format or splits its lines.
+
 - text: `FILE:LINE:COL: CODE at POINTER: message [rule]`, one line per refusal.
 - json: the report of schemas/validate-report.schema.json.
 - github: GitHub Actions workflow commands (`::error file=…,line=…,col=…,title=CODE::message`),
@@ -16,6 +21,7 @@ a function of the entries alone: no clock, no host name, so the output is determ
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Callable
 from xml.sax.saxutils import escape, quoteattr
@@ -26,6 +32,24 @@ from collection.canonical import canonical_json
 FORMATS = ("text", "json", "github", "sarif", "junit")
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://collection.invalid/docs/codes.md"
+
+
+# C0 and C1 controls, DEL: a name holding one must not break a line of the text or github format.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _name_bytes(path: str) -> bytes:
+    try:
+        return os.fsencode(path)
+    except UnicodeEncodeError:       # a surrogate no file system produced: keep it visible
+        return path.encode("utf-8", "surrogatepass")
+
+
+def shown(path: str) -> str:
+    """A file name as printable UTF-8 text: bytes that are not UTF-8 and control characters
+    appear as `\\xNN`."""
+    text = _name_bytes(path).decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _where(refusal: dict) -> str:
@@ -43,16 +67,17 @@ def render_text(entries: list[dict], registrable: bool) -> tuple[str, str]:
     err: list[str] = []
     for entry in entries:
         if "error" in entry:
-            err.append(f"{entry['file']}: {entry['error']}")
+            err.append(f"{shown(entry['file'])}: {entry['error']}")
         elif entry["registrable"]:
-            out.append(f"{entry['file']}: registrable {entry['kind']}")
+            out.append(f"{shown(entry['file'])}: registrable {entry['kind']}")
         else:
-            out.extend(f"{entry['file']}:{_where(r)}: {refusal_line(r)}" for r in entry["refusals"])
+            out.extend(f"{shown(entry['file'])}:{_where(r)}: {refusal_line(r)}" for r in entry["refusals"])
     return _lines(out), _lines(err)
 
 
 def render_json(entries: list[dict], registrable: bool) -> tuple[str, str]:
-    return canonical_json({"files": entries, "registrable": registrable}) + "\n", ""
+    files = [{**entry, "file": shown(entry["file"])} for entry in entries]
+    return canonical_json({"files": files, "registrable": registrable}) + "\n", ""
 
 
 def _escape_data(text: str) -> str:
@@ -66,7 +91,7 @@ def _escape_property(text: str) -> str:
 def render_github(entries: list[dict], registrable: bool) -> tuple[str, str]:
     out: list[str] = []
     for entry in entries:
-        name = _escape_property(entry["file"])
+        name = _escape_property(shown(entry["file"]))
         if "error" in entry:
             out.append(f"::error file={name},title=unreadable::{_escape_data(entry['error'])}")
             continue
@@ -97,7 +122,7 @@ def sarif_log(entries: list[dict]) -> dict:
     for entry in entries:
         artifacts.append({"location": {"uri": _uri(entry["file"])}})
         if "error" in entry:
-            notifications.append({"level": "error", "message": {"text": f"{entry['file']}: {entry['error']}"},
+            notifications.append({"level": "error", "message": {"text": f"{shown(entry['file'])}: {entry['error']}"},
                                   "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(entry["file"])}}}]})
             continue
         for r in entry["refusals"]:
@@ -134,7 +159,7 @@ def _uri(path: str) -> str:
     # SARIF wants a URI reference: a relative path with forward slashes, percent-encoded.
     from urllib.parse import quote
 
-    return quote(path.replace("\\", "/"), safe="/-._~")
+    return quote(_name_bytes(path).replace(b"\\", b"/"), safe="/-._~")
 
 
 # XML 1.0 cannot carry most C0 controls, even escaped; a message quoting one shows it as \xNN.
@@ -153,7 +178,7 @@ def render_junit(entries: list[dict], registrable: bool) -> tuple[str, str]:
            f'  <testsuite name="collection validate" tests="{len(entries)}" failures="{failures}" '
            f'errors="{errors}" skipped="0">']
     for entry in entries:
-        head = f'    <testcase classname="collection.validate" name={quoteattr(_xml_text(entry["file"]))}'
+        head = f'    <testcase classname="collection.validate" name={quoteattr(_xml_text(shown(entry["file"])))}'
         if "error" in entry:
             out.append(f"{head}>")
             out.append(f'      <error type="unreadable" message={quoteattr(_xml_text(entry["error"]))}/>')
@@ -164,7 +189,7 @@ def render_junit(entries: list[dict], registrable: bool) -> tuple[str, str]:
             refusals = entry["refusals"]
             summary = f"{len(refusals)} refusal{'s' if len(refusals) != 1 else ''}: " + ", ".join(
                 r["code"] for r in refusals)
-            body = "\n".join(f"{entry['file']}:{_where(r)}: {refusal_line(r)}" for r in refusals)
+            body = "\n".join(f"{shown(entry['file'])}:{_where(r)}: {refusal_line(r)}" for r in refusals)
             out.append(f"{head}>")
             out.append(f'      <failure type={quoteattr(refusals[0]["code"])} message={quoteattr(_xml_text(summary))}>'
                        f"{escape(_xml_text(body))}</failure>")

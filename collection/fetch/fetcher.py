@@ -26,7 +26,9 @@ from collection import urls
 from collection.fetch.mediatypes import accept_header, accepts, media_type
 from collection.fetch.retry import NETWORK_ERROR, TIMEOUT, RetryPolicy, parse_retry_after
 from collection.fetch.egress import Egress, EgressRefused
-from collection.fetch.gate import LEASE_MARGIN_SECONDS, GateUnavailable, Lease
+from collection.fetch.gate import LEASE_MARGIN_SECONDS, GateUnavailable, Lease, holder_description
+from collection.fetch.holds import (CRAWL_DELAY, HELD, HOLD_NOTICE_SECONDS, HOLD_POLL_SECONDS, HOLD_WAIT_SECONDS,
+                                    RETRY_AFTER, _TOLERANCE_SECONDS, hold_of, setter)
 from collection.fetch.pacer import GATE_UNAVAILABLE, Pacer
 from collection.fetch.politeness import FLOOR_SECONDS, NEVER, Politeness, Ticket
 from collection.fetch.transport import (
@@ -226,6 +228,7 @@ class _Tally:
     ranges: int = 0
     completed_at: float | None = None     # the last exchange's end, as its transport reported it
     held: list = field(default_factory=list)   # responses not yet closed (released on a surprise)
+    answer: tuple | None = None           # robots.txt: (URL, status) of the answer read (a hold's setter)
 
     def ended(self, at: float | None) -> None:
         if at is not None:
@@ -269,6 +272,8 @@ class Fetcher:
         self.interval = interval
         self.concurrency = concurrency
         self._active = 0                       # this fetcher's requests admitted and not finished
+        # time spent asleep because the shared gate said "not yet" (the run record, --metrics-file)
+        self.gate_wait_seconds = 0.0
         self.clock = clock
         self.retries = int(retries)
         self.request_timeout = float(request_timeout)
@@ -283,6 +288,8 @@ class Fetcher:
         # origin → where its robots.txt redirected outside allowed_origins (D-66)
         self.robots_unreachable: dict[str, str] = {}
         self._robots_lock = self.pacer.robots_lock
+        # hosts whose work this fetcher ended for a hold (the run record's `held_until`)
+        self.held_hosts: set[str] = set()
 
     # --- public ---------------------------------------------------------------------------
     def fetch(self, spec: FetchSpec) -> FetchOutcome:
@@ -342,6 +349,9 @@ class Fetcher:
                 with self._lock:
                     self.politeness.set_crawl_delay(host, delay)
                     self.pacer.gate_quietly("set_crawl_delay", host, delay)
+                    if delay:
+                        url, status = robots_tally.answer or (f"{origin}/robots.txt", None)
+                        self._note_setter(host, CRAWL_DELAY, delay, url, status)
             elif entry.unreachable is not None:
                 self.robots_unreachable[origin] = entry.unreachable    # another source's answer
             return entry.rules
@@ -444,7 +454,9 @@ class Fetcher:
                     raise
                 status, error, failure = None, exc.retry_kind, exc
             verdict = policy.decide(retries_done, status, error, retry_after)
-            if not verdict.retry:
+            if not verdict.retry or verdict.delay > HOLD_WAIT_SECONDS:
+                # a retry further off than a run waits for a hold (issue 24 point 6): this
+                # answer is the page's, and the origin's hold ends its other pages' work
                 raise failure
             retries_done += 1
             self._sleep_for(verdict.delay)
@@ -511,7 +523,7 @@ class Fetcher:
         retry_after = None
         if response.status in (429, 503):
             retry_after = parse_retry_after(response.header("Retry-After"), self.clock.wall())
-        return _Held(response, lambda: self._finish(slot, retry_after), tally)
+        return _Held(response, lambda: self._finish(slot, retry_after, (url, response.status)), tally)
 
     def _commit(self, kind, reservation, tally: _Tally, cause: str) -> None:
         with self._lock:
@@ -550,13 +562,18 @@ class Fetcher:
         try:
             while True:
                 now = self.clock.monotonic()
+                gate_said_wait = False
                 with self._lock:
                     if self.budget.deadline_passed(now):
                         self.budget.record_stop(B.DEADLINE)
                         raise _Stop(B.DEADLINE)
                     if pacer.failed is not None:
                         raise _Stop(GATE_UNAVAILABLE)     # not a budget: the run loop reads pacer.failed
+                    if host in pacer.holds.ended:
+                        self.held_hosts.add(host)          # its work ended for a hold this run
+                        raise _Stop(HELD)
                     ready = self.politeness.ready_at(host, now, self.interval)
+                    timed = ready                          # what the time rules alone ask
                     if pacer.unwritten.get(host, 0) or (
                             self.concurrency is not None and self._active >= self.concurrency):
                         ready = NEVER
@@ -577,7 +594,8 @@ class Fetcher:
                             if isinstance(granted, Lease):
                                 lease = granted
                             else:
-                                ready = now + granted
+                                ready = timed = now + granted
+                                gate_said_wait = True
                         if pacer.gate is None or lease is not None:
                             ticket = self.politeness.try_start(host, now, self.interval)
                             pacer.leave(host, token)
@@ -585,6 +603,8 @@ class Fetcher:
                             pacer.unwritten[host] = pacer.unwritten.get(host, 0) + 1
                             self._active += 1
                             return _Slot(host, ticket, lease)
+                    if timed != NEVER and timed - now > self._own_gap() + _TOLERANCE_SECONDS:
+                        ready = self._held(host, now, ready)
                 wake = now + _POLL_SECONDS if ready == NEVER else ready
                 deadline = self.budget.deadline
                 if deadline is not None and wake >= deadline and ready != NEVER:
@@ -592,10 +612,17 @@ class Fetcher:
                         self.budget.record_stop(B.DEADLINE)
                     raise _Stop(B.DEADLINE)
                 self.clock.sleep_until(wake)
+                if gate_said_wait:
+                    with self._lock:
+                        self.gate_wait_seconds += max(0.0, self.clock.monotonic() - now)
         finally:
             if not admitted:
                 with self._lock:
                     pacer.leave(host, token)
+
+    def _own_gap(self) -> float:
+        own = self.politeness.min_interval if self.interval is None else float(self.interval)
+        return max(own, FLOOR_SECONDS) + self.politeness.margin
 
     def _writing(self, slot: "_Slot") -> Callable[[], None]:
         """The transport's before_write: the request is about to be written on a ready
@@ -623,15 +650,57 @@ class Fetcher:
             slot.written = True
             self.pacer.unwritten[slot.host] -= 1
 
-    def _finish(self, slot: "_Slot", retry_after: float | None) -> None:
+    def _finish(self, slot: "_Slot", retry_after: float | None, answer: tuple | None = None) -> None:
         """The request has ended (any outcome): its politeness slot and its gate lease are
-        given back; a request that never got as far as being written stops holding its host."""
+        given back; a request that never got as far as being written stops holding its host.
+        `answer`: (URL, status) of the response, which set the hold when it had a Retry-After."""
         with self._lock:
             self._release_host(slot)
             self._active -= 1
             self.politeness.finish(slot.ticket, self.clock.monotonic(), retry_after)
             if slot.lease is not None:
                 self.pacer.gate_quietly("release", slot.lease, retry_after)
+            if retry_after and retry_after > 0 and answer is not None:
+                self._note_setter(slot.host, RETRY_AFTER, retry_after, *answer)
+
+    # --- holds (issue 24 point 6, collection.fetch.holds) -------------------------------------
+    def _note_setter(self, host: str, kind: str, seconds: float, url: str, status: int | None) -> None:
+        # under self._lock: who set a hold, for every run that will wait on it
+        by = setter(url, status, self.clock.wall(), holder_description())
+        self.pacer.holds.setters[(host, kind)] = by
+        self.pacer.gate_quietly("mark_hold", host, kind, seconds, by)
+
+    def _held(self, host: str, now: float, ready: float) -> float:
+        """Under self._lock, when the time rules make `host` wait longer than this source's own
+        gap: the hold behind it (the shared gate's, else this process's own). A hold the run
+        cannot usefully wait for (longer than HOLD_WAIT_SECONDS, or ending after the deadline)
+        ends the host's work for this run (_Stop(HELD): its pages stay pending); a shorter one
+        is waited out, asking again every HOLD_POLL_SECONDS. Announced once either way."""
+        pacer = self.pacer
+        hold = None
+        if pacer.gate is not None:
+            try:
+                hold = pacer.gate_ask("hold", host)
+            except GateUnavailable:
+                raise _Stop(GATE_UNAVAILABLE) from None     # not a budget: the run loop reads pacer.failed
+        if hold is None:
+            last, nxt, not_before, crawl = self.politeness.hold_state(host)
+            hold = hold_of(host, now=now, wall=self.clock.wall(), last_start=last, next_start=nxt,
+                           not_before=not_before,
+                           crawl_delay=crawl, margin=self.politeness.margin,
+                           hold_by=pacer.holds.setters.get((host, RETRY_AFTER)),
+                           crawl_by=pacer.holds.setters.get((host, CRAWL_DELAY)))
+        if hold is None:
+            return ready
+        deadline = self.budget.deadline
+        ends = hold.seconds > HOLD_WAIT_SECONDS or (deadline is not None and now + hold.seconds >= deadline)
+        if not ends and hold.kind != RETRY_AFTER and hold.seconds <= HOLD_NOTICE_SECONDS:
+            return ready                       # the origin's standing pace, not a hold to announce
+        pacer.holds.saw(hold, ends)
+        if ends:
+            self.held_hosts.add(host)
+            raise _Stop(HELD)
+        return min(ready, now + HOLD_POLL_SECONDS)
 
     # --- bodies -----------------------------------------------------------------------------
     def _body(self, spec: FetchSpec, url: str, response: "_Held", tally: _Tally) -> FetchOutcome:
@@ -771,6 +840,7 @@ class Fetcher:
             if not 200 <= status < 300:
                 response.close()
                 return R.robots_policy_for_response(status, b"", True)
+            tally.answer = (current, status)
             parts: list[bytes] = []
             complete = True
             try:

@@ -23,6 +23,10 @@ Backends:
   never wedges an origin.
 - `RedisGate` (collection.fetch.redis_gate): the same state in Redis or Valkey, for a fleet.
 
+Holds (collection.fetch.holds): beside a Retry-After hold and a Crawl-delay each record keeps
+the response that set it (`mark_hold`); `hold`, `show` and `clear` (at the end of each gate
+class) read and lift them for the fetcher, `collection status` and `collection gate`.
+
 A gate that cannot be reached raises `GateUnavailable`: before the first request that is the
 run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses (keeping the
 pages it had fetched, docs/running-many-sources.md). There is never a silent fallback to a
@@ -34,16 +38,22 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Protocol
+from typing import Iterable, Iterator, Mapping, Protocol
 
+from collection.fetch.holds import CRAWL_DELAY, RETRY_AFTER, Hold, finite, hold_of, utc, valid_setter
 from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
+from collection.canonical import canonical_json
+from collection.redact import redact_url, remember
 
 GATE_ENV = "COLLECTION_GATE"
+PASSWORD_ENV = "COLLECTION_GATE_PASSWORD"      # the fleet gate's password, kept off the command line
+CA_BUNDLE_ENV = "COLLECTION_GATE_CA_BUNDLE"    # the CA certificates of a rediss:// gate
 LOCAL = "local"
 NONE = "none"
 LEASE_MARGIN_SECONDS = 30.0         # a lease outlives its request's timeout by this much
@@ -84,9 +94,62 @@ class Gate(Protocol):
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None: ...
 
-    def source_lock(self, name: str): ...
+    def source_lock(self, name: str, identity: str | None = None): ...
 
     def close(self) -> None: ...
+
+
+# A host as the gate keys it: lowercase ASCII DNS labels (urls.py has refused everything else).
+_HOST = re.compile(r"(?=.{1,253}\Z)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*")
+
+
+def _number(value, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        return finite(value, "a gate record member")
+    except ValueError as exc:
+        raise GateUnavailable(f"the gate record is not one the tool wrote: {exc}") from None
+
+
+def _setter_of(value):
+    if isinstance(value, (bytes, str)):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return valid_setter(value)
+
+
+def describe_origin(host: str, *, now: float, wall: float, fields: dict, leases: int, margin: float) -> dict:
+    """One origin's gate state for people (`gate show`, `status`): times on the gate's clock
+    (`now`) are turned into this machine's UTC wall clock (`wall` + seconds from now)."""
+    last = _number(fields.get("last_start"), -1e18)
+    nxt = _number(fields.get("next_start"), -1e18)
+    crawl = _number(fields.get("crawl_delay"), 0.0)
+    hold = hold_of(host, now=now, wall=wall, last_start=last, not_before=_number(fields.get("not_before"), -1e18),
+                   crawl_delay=crawl, margin=margin, hold_by=_setter_of(fields.get("hold_by")),
+                   crawl_by=_setter_of(fields.get("crawl_delay_by")), next_start=nxt)
+    cleared = fields.get("cleared")
+    if isinstance(cleared, (bytes, str)):
+        try:
+            cleared = json.loads(cleared)
+        except ValueError:
+            cleared = None
+    if not (isinstance(cleared, dict) and set(cleared) == {"by", "at"}
+            and all(isinstance(v, str) and len(v) < 512 for v in cleared.values())):
+        cleared = None
+    return {
+        "origin": f"https://{host}",
+        "host": host,
+        "last_start": utc(wall - (now - last)) if last > -1e17 else None,
+        "next_start": utc(wall + (nxt - now)) if nxt > now else None,
+        "crawl_delay": crawl or None,
+        "crawl_delay_set_by": _setter_of(fields.get("crawl_delay_by")) if crawl else None,
+        "leases": leases,
+        "hold": hold,
+        "cleared": cleared,
+    }
 
 
 def holder_description() -> str:
@@ -95,22 +158,50 @@ def holder_description() -> str:
     return f"{socket.gethostname()} pid {os.getpid()}"
 
 
-def parse_gate(value: str | None, margin: float) -> "Gate | None":
+def source_identity(name: str, *, dataset: str | None = None, allowed_origins: Iterable[str] = ()) -> str:
+    """What makes two runs "the same source" for the fleet's source lock (issue 24 point 4,
+    docs/running-many-sources.md): the dataset's name (None for a source run alone), the
+    source's name, and its sorted allowed origins, which tell two unrelated recipes that
+    happen to share both names apart. Canonical JSON, so every server computes the same text."""
+    return canonical_json({"dataset": dataset, "source": name, "allowed_origins": sorted(set(allowed_origins))})
+
+
+def parse_gate(value: str | None, margin: float, *, ca_bundle: str | None = None,
+               environ: Mapping[str, str] | None = None) -> "Gate | None":
     """The gate a `--gate` value (or COLLECTION_GATE) names: `local` (the default),
-    `local:DIR`, `none`, or `redis://HOST:PORT/DB` (`rediss://` for TLS). None means
-    the in-process scheduler alone. ValueError for anything else."""
+    `local:DIR`, `none`, or a fleet gate `redis://`, `rediss://` (TLS) or `unix://` address
+    (collection.fetch.gate_url). None means the in-process scheduler alone. ValueError (a
+    usage error) for anything else; its message never holds a credential (collection.redact).
+
+    `ca_bundle` (--gate-ca-bundle, else COLLECTION_GATE_CA_BUNDLE): the CA certificates a
+    `rediss://` gate's certificate is checked against (else the system's). The password may
+    come from COLLECTION_GATE_PASSWORD instead of the URL (which `ps` shows)."""
+    environ = os.environ if environ is None else environ
     value = (value or LOCAL).strip()
+    redis_gate = value.lower().startswith(("redis://", "rediss://", "unix://"))
+    if ca_bundle is not None and not value.lower().startswith("rediss://"):
+        raise ValueError("--gate-ca-bundle is only for a rediss:// (TLS) gate")
     if value == NONE:
         return None
     if value == LOCAL:
         return LocalGate(default_directory(), margin=margin)
     if value.startswith(LOCAL + ":"):
         return LocalGate(value[len(LOCAL) + 1:], margin=margin)
-    if value.startswith(("redis://", "rediss://", "unix://")):
+    if redis_gate:
+        from collection.fetch.gate_url import parse_gate_url
         from collection.fetch.redis_gate import RedisGate
 
-        return RedisGate(value, margin=margin)
-    raise ValueError(f"--gate {value!r} is not `local`, `local:DIR`, `none` or redis://HOST:PORT/DB")
+        password = environ.get(PASSWORD_ENV) or None
+        remember(password)
+        address = parse_gate_url(value, password=password)
+        remember(address.password)
+        if address.tls:
+            ca_bundle = ca_bundle or environ.get(CA_BUNDLE_ENV) or None
+            if ca_bundle is not None and not os.path.isfile(ca_bundle):
+                raise ValueError(f"--gate-ca-bundle {ca_bundle}: no such file")
+        return RedisGate(address, margin=margin, ca_bundle=ca_bundle if address.tls else None)
+    raise ValueError(f"--gate {redact_url(value)!r} is not `local`, `local:DIR`, `none` or "
+                     "redis://HOST:PORT/DB (rediss:// for TLS, unix:///PATH for a socket)")
 
 
 def default_directory() -> str:
@@ -262,10 +353,80 @@ class LocalGate:
             record["crawl_delay"] = max(float(record.get("crawl_delay", 0.0)), min(float(seconds), MAX_DELAY_SECONDS))
 
     @contextmanager
-    def source_lock(self, name: str) -> Iterator[None]:
+    def source_lock(self, name: str, identity: str | None = None) -> Iterator[None]:
         # One machine: the state directory's own flock already keeps one run per source.
         yield
 
     def close(self) -> None:
         pass
+
+    # --- holds: who set them, what they are, lifting them (issue 24 point 6) -----------------
+    # Read-only where they only read: a record that does not exist is never created, and the
+    # record is not changed (so `_record` writes nothing back).
+    def mark_hold(self, host: str, kind: str, seconds: float, set_by: dict) -> None:
+        """Note which response set a Retry-After hold or a Crawl-delay (after `release` /
+        `set_crawl_delay` applied it): kept when this response's hold is the one in force."""
+        if not seconds or not seconds > 0:
+            return
+        seconds = min(float(seconds), MAX_DELAY_SECONDS)
+        with self._record(host) as record:
+            if kind == RETRY_AFTER:
+                until = time.monotonic() + seconds
+                if until >= _number(record.get("not_before"), -1e18) - 1.0:
+                    record["not_before"] = max(_number(record.get("not_before"), -1e18), until)
+                    record["hold_by"] = set_by
+            elif kind == CRAWL_DELAY and seconds >= _number(record.get("crawl_delay"), 0.0):
+                record["crawl_delay"] = seconds
+                record["crawl_delay_by"] = set_by
+
+    def hold(self, host: str) -> "Hold | None":
+        """The Retry-After or Crawl-delay hold on `host` now, or None."""
+        if not os.path.lexists(os.path.join(self.directory, host)):
+            return None
+        with self._record(host) as record:
+            state = self._describe(host, record)
+        return state["hold"]
+
+    def show(self) -> list[dict]:
+        """Every origin's state, sorted by host (`collection gate show`)."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise GateUnavailable(f"cannot read the local gate {self.directory}: {exc.strerror or exc}") from None
+        out = []
+        for name in names:
+            if not _HOST.fullmatch(name):
+                continue            # .check and anything the tool did not write
+            with self._record(name) as record:
+                out.append(self._describe(name, record))
+        return out
+
+    def clear(self, host: str, by: str) -> dict | None:
+        """Lift `host`'s Retry-After hold and Crawl-delay (the floor after the last start and
+        the leases stay: FETCH-19 and the requests really in flight), noting who cleared it and
+        when in the record. None when the gate holds nothing for `host`."""
+        if not os.path.lexists(os.path.join(self.directory, host)):
+            return None
+        with self._record(host) as record:
+            lifted = self._describe(host, record)
+            last = _number(record.get("last_start"), -1e18)
+            nxt = _number(record.get("next_start"), -1e18)
+            crawl = _number(record.get("crawl_delay"), 0.0)
+            if crawl and nxt - last >= crawl - 0.001:      # 1 ms: float sums of now + gap
+                # the next start was the Crawl-delay's: the floor after the last start remains
+                record["next_start"] = last + FLOOR_SECONDS + self.margin
+            for key in ("not_before", "crawl_delay", "hold_by", "crawl_delay_by"):
+                record.pop(key, None)
+            record["cleared"] = {"by": by, "at": utc(time.time())}
+        return lifted
+
+    def _describe(self, host: str, record: dict) -> dict:
+        now, wall = time.monotonic(), time.time()
+        leases = record.get("leases")
+        live = 0
+        if isinstance(leases, dict):
+            live = sum(1 for v in leases.values() if isinstance(v, dict) and _number(v.get("expires"), -1e18) > now)
+        return describe_origin(host, now=now, wall=wall, fields=record, leases=live, margin=self.margin)
 

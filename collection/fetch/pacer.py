@@ -15,6 +15,7 @@ import threading
 from collections import deque
 
 from collection.fetch.gate import Gate, GateUnavailable, Lease
+from collection.fetch.holds import HoldBook
 from collection.fetch.politeness import Politeness
 from collection.fetch.redis_gate import MAX_WAIT_SECONDS, MIN_WAIT_SECONDS
 
@@ -39,6 +40,8 @@ class Pacer:
         # origins ask an origin for its robots.txt once, not once each (collection.fetch.fetcher)
         self.robots: dict = {}
         self.robots_lock = threading.Lock()
+        # the holds this process met, announced once each (collection.fetch.holds)
+        self.holds = HoldBook()
 
     def is_head(self, host: str, token: object) -> bool:
         queue = self.waiters.get(host)
@@ -98,6 +101,14 @@ class Pacer:
                 f"the gate {getattr(self.gate, 'description', 'backend')} asked for a wait that is not a number "
                 f"of seconds from 0 to {MAX_WAIT_SECONDS:g} ({type(answer).__name__})"))
         return max(float(answer), MIN_WAIT_SECONDS)      # never a spin on a gate answering 0
+
+    def gate_ask(self, method: str, *args):
+        """A question whose answer steers the run (the hold behind a wait): a failure is the
+        run's gate fault, raised as GateUnavailable."""
+        try:
+            return getattr(self.gate, method)(*args)
+        except Exception as exc:  # noqa: BLE001 - see above
+            raise self._fault(exc) from None
 
     def gate_quietly(self, method: str, *args) -> None:
         """sent / release / set_crawl_delay: a failure stops the run (it refuses at the end)

@@ -176,6 +176,14 @@ class Politeness:
         if retry_after is not None and math.isfinite(retry_after) and retry_after > 0:
             state.not_before = max(state.not_before, now + min(float(retry_after), MAX_DELAY_SECONDS))
 
+    def hold_state(self, host: str) -> tuple[float, float, float, float]:
+        """(last start, next start, Retry-After not-before, Crawl-delay) of `host`: what a hold
+        is read from (collection.fetch.holds.hold_of)."""
+        state = self._hosts.get(host)
+        if state is None:
+            return -math.inf, -math.inf, -math.inf, 0.0
+        return state.last_start, state.next_start, state.not_before, state.crawl_delay
+
     def _host(self, host: str) -> _Host:
         state = self._hosts.get(host)
         if state is None:

@@ -7,10 +7,13 @@ set scored by its expiry (request timeout plus a margin): a worker that dies fre
 when the lease expires, with nobody to clean up.
 
 Keys, per host H (a hash tag keeps both on one Redis Cluster slot):
-  collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time)
+  collection:gate:{H}          hash: last_start, next_start, not_before, crawl_delay (seconds, server time);
+                               hold_by, crawl_delay_by (JSON: the response that set them), cleared
+                               (JSON: who lifted them, when) — collection.fetch.holds
   collection:gate:{H}:leases   sorted set: lease id -> expiry
   collection:gate:{H}:unsent   sorted set: the leases whose request is not written yet -> expiry
-  collection:source:NAME       a source's lock: the holder's description, with a TTL renewed while it runs
+  collection:source:SHA256     a source's lock (the hash of its identity: dataset, name, allowed origins):
+                               the holder's description, with a TTL renewed while it runs
 Every key expires after a week without use.
 
 Nothing read back is trusted: the scripts check every key's type and every field's value, the
@@ -21,14 +24,21 @@ docs/politeness.md, "What the gate's answers are checked for" and "When the gate
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import re
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-from collection.fetch.gate import (IDLE_EXPIRE_SECONDS, GateUnavailable, Lease, SourceHeld, _FULL_POLL_SECONDS,
-                                   holder_description)
+from collection.fetch.gate import (_HOST, IDLE_EXPIRE_SECONDS, GateUnavailable, Lease, SourceHeld, _FULL_POLL_SECONDS,
+                                   describe_origin, holder_description)
+from collection.fetch.gate_url import GateAddress, parse_gate_url
+from collection.fetch.holds import CRAWL_DELAY, RETRY_AFTER, Hold, finite, utc
+from collection.redact import remember, scrub
 from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
 
 SOURCE_LOCK_SECONDS = 60.0          # a source lock lives this long unless renewed (every third of it)
@@ -172,20 +182,91 @@ return 0
 """
 
 
+def _shown(holder: bytes) -> str:
+    """The holder a lock names, as read from Redis (anyone with access could have written it):
+    printable, at most 200 characters."""
+    text = holder.decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else "?" for c in text[:200])
+
+
+def source_lock_key(identity: str) -> str:
+    """`collection:source:` and the SHA-256 of the source's identity: a fixed length whatever
+    the names, and the same on every server."""
+    return "collection:source:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+
+# Holds (issue 24 point 6). Own scripts, no shared prelude: they read the record, they do not pace.
+# KEYS: state. ARGV: kind, seconds, setter JSON, idle expiry. Keeps the setter of the hold in force.
+_MARK_HOLD = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local s = redis.call('HMGET', KEYS[1], 'not_before', 'crawl_delay')
+local nb, cd = tonumber(s[1] or '') or -1e18, tonumber(s[2] or '') or 0
+local sec = tonumber(ARGV[2])
+if ARGV[1] == 'retry_after' then
+  if now + sec >= nb - 1 then
+    redis.call('HSET', KEYS[1], 'not_before', string.format('%.6f', math.max(nb, now + sec)), 'hold_by', ARGV[3])
+  end
+elseif sec >= cd then
+  redis.call('HSET', KEYS[1], 'crawl_delay', string.format('%.6f', sec), 'crawl_delay_by', ARGV[3])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+# KEYS: state, leases. Returns {server time, the record's fields and values, leases not expired}.
+_STATE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+return {string.format('%.6f', now), redis.call('HGETALL', KEYS[1]),
+        redis.call('ZCOUNT', KEYS[2], string.format('(%.6f', now), '+inf')}
+"""
+
+# KEYS: state. ARGV: the clearing note (JSON), idle expiry, floor + margin. Lifts the hold and
+# the Crawl-delay; a next start that was the Crawl-delay's falls back to the floor after the last.
+_CLEAR = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local s = redis.call('HMGET', KEYS[1], 'last_start', 'next_start', 'crawl_delay')
+local last, nxt, cd = tonumber(s[1] or ''), tonumber(s[2] or ''), tonumber(s[3] or '') or 0
+if last and nxt and cd > 0 and nxt - last >= cd - 0.001 then
+  redis.call('HSET', KEYS[1], 'next_start', string.format('%.6f', last + tonumber(ARGV[3])))
+end
+redis.call('HDEL', KEYS[1], 'not_before', 'crawl_delay', 'hold_by', 'crawl_delay_by')
+redis.call('HSET', KEYS[1], 'cleared', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+_STATE_KEY = re.compile(r"collection:gate:\{([^{}]{1,253})\}")
+
+
 class RedisGate:
-    def __init__(self, url: str, *, margin: float = 0.0, timeout: float = 2.0):
+    """`address`: a GateAddress (collection.fetch.gate_url), or its URL text. `ca_bundle`: the
+    CA certificates a rediss:// server's certificate (and host name) is checked against."""
+
+    def __init__(self, address: "GateAddress | str", *, margin: float = 0.0, timeout: float = 2.0,
+                 ca_bundle: str | None = None):
         try:
             import redis
         except ImportError:          # pragma: no cover - redis is a dependency of the package
             raise GateUnavailable("the redis client is not installed") from None
+        if isinstance(address, str):
+            address = parse_gate_url(address)
         self._errors = (redis.exceptions.RedisError, OSError)
-        self.description = url.split("@", 1)[-1] if "@" in url else url     # never print a password
+        self._secrets = tuple(s for s in (address.password,) if s)
+        remember(address.password)
+        self.description = address.description      # the password shown as ***
         self.margin = float(margin)
+        # The client gets the parts, never the URL: its own errors quote a URL in full.
+        where = ({"unix_socket_path": address.path} if address.scheme == "unix"
+                 else {"host": address.host, "port": address.port})
+        tls = ({"ssl": True, "ssl_cert_reqs": "required", "ssl_check_hostname": True, "ssl_ca_certs": ca_bundle}
+               if address.tls else {})
         try:
-            self._redis = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
-                                               health_check_interval=0)
+            self._redis = redis.Redis(**where, **tls, db=address.db, username=address.username,
+                                      password=address.password, socket_timeout=timeout,
+                                      socket_connect_timeout=timeout, health_check_interval=0)
         except (ValueError, *self._errors) as exc:
-            raise GateUnavailable(f"cannot use the gate {self.description}: {exc}") from None
+            raise GateUnavailable(f"cannot use the gate {self.description}: {self._scrub(exc)}") from None
         self._acquire = self._redis.register_script(_ACQUIRE)
         self._sent = self._redis.register_script(_SENT)
         self._release = self._redis.register_script(_RELEASE)
@@ -205,13 +286,16 @@ class RedisGate:
         try:
             return fn(*args, **kw)
         except self._errors as exc:
-            raise GateUnavailable(f"the gate {self.description} failed ({what}): {exc}") from None
+            raise GateUnavailable(f"the gate {self.description} failed ({what}): {self._scrub(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - a reply the client cannot parse is the gate's fault
             # e.g. a malformed RESP integer (ValueError): the connection may hold the rest of
             # that reply, so it is dropped rather than reused
             self._drop_connections()
             raise GateUnavailable(f"the gate {self.description} gave a reply that cannot be read ({what}): "
                                   f"{type(exc).__name__}") from None
+
+    def _scrub(self, exc: BaseException) -> str:
+        return scrub(str(exc), self._secrets)
 
     def _drop_connections(self) -> None:
         try:
@@ -287,18 +371,23 @@ class RedisGate:
                                                    args=[min(float(seconds), MAX_DELAY_SECONDS), IDLE_EXPIRE_SECONDS]))
 
     @contextmanager
-    def source_lock(self, name: str) -> Iterator[None]:
-        """Hold `collection:source:NAME` while the source runs, so two servers never run one
-        source at once; renewed every third of its TTL, so a dead holder's lock expires."""
-        key = f"collection:source:{name}"
-        token = f"{holder_description()} ({self._prefix})"
+    def source_lock(self, name: str, identity: str | None = None) -> Iterator[None]:
+        """Hold the source's lock while it runs, so two servers never run one source at once;
+        renewed every third of its TTL, so a dead holder's lock expires. The key is a hash of
+        the source's identity (collection.fetch.gate.source_identity; the bare name when none
+        is given), so unrelated datasets that share a source name never refuse each other;
+        the value says who holds it and for what."""
+        key = source_lock_key(identity if identity is not None else name)
+        what = json.loads(identity) if identity is not None else {"source": name}
+        scope = f"source {what.get('source')}" + (f" of dataset {what['dataset']}" if what.get("dataset") else "")
+        token = f"{holder_description()} ({self._prefix}), running {scope}"
         ttl_ms = int(SOURCE_LOCK_SECONDS * 1000)
         taken = self._call("lock", self._redis.set, key, token, nx=True, px=ttl_ms)
         if taken is not True:
             if taken is not None:               # SET NX answers OK or nil, nothing else
                 raise self._bad("the source lock's SET", _kind(taken))
             holder = self._call("lock", self._redis.get, key)
-            raise SourceHeld(name, holder.decode("utf-8", "replace") if isinstance(holder, bytes) and holder
+            raise SourceHeld(name, _shown(holder) if isinstance(holder, bytes) and holder
                              else "another run (just released)")
         stop = threading.Event()
 
@@ -335,6 +424,57 @@ class RedisGate:
         except self._errors:
             pass
 
+    # --- holds: who set them, what they are, lifting them (issue 24 point 6) -----------------
+    def mark_hold(self, host: str, kind: str, seconds: float, set_by: dict) -> None:
+        """Note which response set a Retry-After hold or a Crawl-delay (docs: LocalGate.mark_hold)."""
+        if kind not in (RETRY_AFTER, CRAWL_DELAY) or not seconds or not seconds > 0:
+            return
+        script = self._script("_mark", _MARK_HOLD)
+        self._expect_one("mark-hold", self._call(
+            "mark-hold", script, keys=self._keys(host)[:1],
+            args=[kind, min(float(seconds), MAX_DELAY_SECONDS), json.dumps(set_by, sort_keys=True),
+                  IDLE_EXPIRE_SECONDS]))
+
+    def hold(self, host: str) -> "Hold | None":
+        return self._describe(host)["hold"]
+
+    def show(self) -> list[dict]:
+        hosts = set()
+        for key in self._call("scan", lambda: list(self._redis.scan_iter(match="collection:gate:{*}", count=500))):
+            matched = _STATE_KEY.fullmatch(key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key))
+            if matched and _HOST.fullmatch(matched.group(1)):
+                hosts.add(matched.group(1))
+        return [self._describe(host) for host in sorted(hosts)]
+
+    def clear(self, host: str, by: str) -> dict | None:
+        lifted = self._describe(host)
+        if lifted["last_start"] is None and lifted["hold"] is None and not lifted["crawl_delay"]:
+            return None
+        note = json.dumps({"by": by, "at": utc(time.time())}, sort_keys=True)
+        done = self._call("clear", self._script("_clear", _CLEAR), keys=self._keys(host)[:1],
+                          args=[note, IDLE_EXPIRE_SECONDS, FLOOR_SECONDS + self.margin])
+        return lifted if done == 1 else None
+
+    def _script(self, name: str, text: str):
+        if not hasattr(self, name):
+            setattr(self, name, self._redis.register_script(text))
+        return getattr(self, name)
+
+    def _describe(self, host: str) -> dict:
+        reply = self._call("state", self._script("_state", _STATE), keys=self._keys(host)[:2])
+        try:
+            server_now, flat, leases = reply
+            now = finite(server_now.decode() if isinstance(server_now, bytes) else server_now, "TIME", 0, 1e11)
+            if not isinstance(flat, list) or len(flat) % 2 or len(flat) > 64:
+                raise ValueError("the record is not a hash the tool wrote")
+            fields = {(k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)): v
+                      for k, v in zip(flat[::2], flat[1::2])}
+            fields = {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in fields.items()}
+            count = int(finite(leases, "the lease count", 0, 1e6))
+            return describe_origin(host, now=now, wall=time.time(), fields=fields, leases=count, margin=self.margin)
+        except (TypeError, ValueError) as exc:
+            raise GateUnavailable(f"the gate {self.description} answered what the tool did not write "
+                                  f"(state of {host}): {exc}") from None
 
 def _kind(value) -> str:
     """What a reply is, for a message: its type (and length), never its contents."""

@@ -37,6 +37,8 @@ from collection.recipe.schemacheck import compile_check
 from collection.readers.selectors import SelectorError, compile_selector
 
 _ORIGIN_SHAPE = re.compile(r"https://[a-z0-9.-]+\Z")
+# the schema's listing-address pattern (^https://[^\r\n]*$(?!\n)): what it refuses is its refusal alone
+_ONE_LINE_HTTPS = re.compile(r"https://[^\r\n]*\Z")
 
 SOURCE = "source"
 DATASET = "dataset"
@@ -570,7 +572,7 @@ def _discovery_rules(doc: dict[str, Any], discovery: Any, pages: Any, allowed: t
                           "connector.origin is an allowed origin (D-38, D-39)")
     else:
         url = discovery.get("url")
-        if isinstance(url, str) and url.startswith("https://"):  # the schema refuses other schemes
+        if isinstance(url, str) and _ONE_LINE_HTTPS.match(url):  # the schema refuses other schemes and line breaks
             yield from _discovery_url_rules(url, discovery, allowed, connector_origin)
 
     # discovery pointers' syntax is the schema's pattern (x-code POINTER_SYNTAX)

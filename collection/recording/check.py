@@ -14,7 +14,6 @@ no exchange is a gap — replay would fail it with `replay_missing`. robots.txt 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from urllib.parse import urljoin, urlsplit
 
 from collection import urls
 from collection.discover.driver import ListingFailure, ListingResponse, start
+from collection.recording import decoding
 from collection.recording.format import (Exchange, Fixture, FixtureError, RecordedResponse, parse_fixture,
                                 schema_errors)
 
@@ -43,15 +43,29 @@ def _pointer(path) -> str:
 
 
 def read_document(data: bytes) -> tuple[object | None, list[Problem]]:
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            return None, [Problem("", f"broken gzip: {exc}")]
+    """The parsed document, or the problem: decompressed within the loader's cap (a gzip bomb is
+    a problem, not a MemoryError), parsed without RecursionError."""
+    from collection.recording.replay import fixture_cap
+
+    cap = fixture_cap()
     try:
+        if data[:2] == b"\x1f\x8b":
+            try:
+                unpacked = decoding.decode(data, "gzip", cap)
+            except decoding.TooLarge:
+                return None, [Problem("", f"FIXTURE_TOO_LARGE: the gzip stream decompresses to more than {cap} bytes")]
+            except decoding.Undecodable as exc:
+                return None, [Problem("", f"broken gzip: {exc}")]
+            if not unpacked.complete:
+                return None, [Problem("", "broken gzip: the stream is cut short")]
+            data = unpacked.body
         return json.loads(data), []
     except ValueError as exc:
         return None, [Problem("", f"not JSON: {exc}")]
+    except RecursionError:
+        return None, [Problem("", "JSON_TOO_DEEP: the document nests arrays or objects too deeply to read")]
+    except MemoryError:
+        return None, [Problem("", f"FIXTURE_TOO_LARGE: reading the fixture ran out of memory (cap {cap} bytes)")]
 
 
 def validate(data: bytes, folder: str | None) -> tuple[Fixture | None, list[Problem]]:
@@ -59,7 +73,10 @@ def validate(data: bytes, folder: str | None) -> tuple[Fixture | None, list[Prob
     document, problems = read_document(data)
     if problems:
         return None, problems
-    errors = sorted(schema_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    try:
+        errors = sorted(schema_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    except RecursionError:
+        return None, [Problem("", "JSON_TOO_DEEP: the document nests too deeply to check")]
     if errors:
         return None, [Problem(_pointer(e.absolute_path), e.message) for e in errors]
     try:

@@ -9,6 +9,11 @@ calls a method the current `brotli` package no longer has, so nothing here goes 
 Every decoder stops once the output passes `cap` (a gzip bomb in an archive or a fixture
 file stays a refusal, not an out-of-memory), and says whether the input ended cleanly: a
 stream cut short decodes to the bytes it held and `complete=False`.
+
+`carries_magic` says whether bytes begin as a stream of a coding does (gzip's 1f 8b, zstd's
+frame magic, a zlib header). Web archivers such as wabac.js store the body the browser saw —
+already decoded — under the origin's `Content-Encoding`; the WARC importer tells those apart
+from damaged streams with it (docs/fixtures.md).
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ class Undecodable(ValueError):
     """The encoding is unknown, or the bytes are not in it."""
 
 
+class UnknownCoding(Undecodable):
+    """A coding this tool has no decoder for."""
+
+
 @dataclass(frozen=True)
 class Decoded:
     body: bytes
@@ -39,13 +48,32 @@ def encodings_of(header: str | None) -> list[str]:
     return [t.strip().lower() for t in (header or "").split(",") if t.strip() and t.strip().lower() != "identity"]
 
 
+def known(coding: str) -> bool:
+    return coding in _DECODERS
+
+
+def carries_magic(raw: bytes, coding: str) -> bool:
+    """Whether `raw` begins as a `coding` stream must. False for `br` and raw deflate, which
+    have no magic number: for them absence proves nothing, so callers need other evidence."""
+    if coding in ("gzip", "x-gzip"):
+        return raw[:2] == b"\x1f\x8b"
+    if coding == "zstd":
+        # a frame (28 b5 2f fd) or a skippable frame (5? 2a 4d 18), little-endian magics
+        return raw[:4] == b"\x28\xb5\x2f\xfd" or (len(raw) >= 4 and raw[1:4] == b"\x2a\x4d\x18"
+                                                      and raw[0] & 0xF0 == 0x50)
+    if coding == "deflate":
+        # RFC 1950: method 8, window <= 32 KiB, header checksum a multiple of 31
+        return len(raw) >= 2 and raw[0] & 0x0F == 8 and raw[0] >> 4 <= 7 and (raw[0] << 8 | raw[1]) % 31 == 0
+    return False
+
+
 def decode(raw: bytes, header: str | None, cap: int) -> Decoded:
     """`raw` with every coding of `header` removed (last applied, first removed)."""
     body, complete = raw, True
     for coding in reversed(encodings_of(header)):
         decoder = _DECODERS.get(coding)
         if decoder is None:
-            raise Undecodable(f"content encoding {coding!r} is not one this tool can decode")
+            raise UnknownCoding(f"content encoding {coding!r} is not one this tool can decode")
         result = decoder(body, cap)
         body, complete = result.body, complete and result.complete
     return Decoded(body, complete)

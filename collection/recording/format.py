@@ -28,10 +28,18 @@ SCHEMA_NAME = "fixture.schema.json"
 class FixtureError(ValueError):
     """A fixture document that cannot be served. `pointer` is the JSON pointer of the member."""
 
+    code: str | None = None
+
     def __init__(self, pointer: str, message: str):
         super().__init__(f"{pointer or '/'}: {message}")
         self.pointer = pointer
         self.message = message
+
+
+class FixtureTooLarge(FixtureError):
+    """A fixture (or its decompressed form) past what this process may read: a coded refusal."""
+
+    code = "FIXTURE_TOO_LARGE"
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from collection import urls
 from collection.canonical import canonical_json
 from collection.recording.format import Exchange, Fixture, RecordedResponse, RecordedRun, dump_fixture
 from collection.fetch.transport import Request, TransportError, header_value
+from collection.store.generations import write_atomically
 
 # Bodies larger than this are written as files beside the fixture (content-addressed).
 INLINE_LIMIT = 256 * 1024
@@ -253,13 +254,7 @@ def gzip_bytes(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+_atomic_write = write_atomically    # the state store's one atomic writer
 
 
 class _RecordingResponse:

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from collection import urls
 from collection.recording import decoding
-from collection.recording.format import Fixture, FixtureError, RecordedResponse, parse_fixture
+from collection.recording.format import Fixture, FixtureError, FixtureTooLarge, RecordedResponse, parse_fixture
 from collection.fetch.transport import Request, TransportError, check_request_headers, header_value
 
 _DRIP_STEP_SECONDS = 0.1
@@ -39,6 +39,36 @@ _DRIP_STEP_SECONDS = 0.1
 # test material or a recorded corpus, and a gzip bomb or a device must stay a refusal.
 MAX_FIXTURE_BYTES = 1024 * 1024 * 1024
 MAX_BODY_FILE_BYTES = 64 * 1024 * 1024
+# Parsed JSON takes several times its text in memory (and the text, the compressed bytes and
+# the parse live at once), so under an address-space limit a fixture may decompress to at
+# most this fraction of it: a bomb is refused by its size before memory runs out.
+MEMORY_SHARE = 8
+_CHUNK = 1024 * 1024
+
+
+def fixture_cap() -> int:
+    """The largest fixture text this process reads: MAX_FIXTURE_BYTES, or less under RLIMIT_AS."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return MAX_FIXTURE_BYTES
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return MAX_FIXTURE_BYTES
+    return int(min(MAX_FIXTURE_BYTES, soft // MEMORY_SHARE))
+
+
+def _read_at_most(handle, cap: int) -> bytes:
+    """Up to cap + 1 bytes, read in chunks: read(cap + 1) would allocate the whole cap at once."""
+    parts, size = [], 0
+    while size <= cap:
+        part = handle.read(min(_CHUNK, cap + 1 - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)
 
 
 def _body_file(base: str, name: str, pointer: str) -> bytes:
@@ -53,7 +83,7 @@ def _body_file(base: str, name: str, pointer: str) -> bytes:
         if info.st_size > MAX_BODY_FILE_BYTES:
             raise FixtureError(pointer, f"body file {name!r} is larger than {MAX_BODY_FILE_BYTES} bytes")
         with open(full, "rb") as handle:
-            return handle.read(MAX_BODY_FILE_BYTES + 1)
+            return _read_at_most(handle, MAX_BODY_FILE_BYTES)
     except OSError as exc:
         raise FixtureError(pointer, f"cannot read body file {name!r}: {exc.strerror or exc}") from None
 
@@ -61,23 +91,35 @@ def _body_file(base: str, name: str, pointer: str) -> bytes:
 def load_fixture(path: str) -> Fixture:
     """Read and validate a fixture file, reading `file` bodies relative to it (shell).
 
-    The file may be gzip-compressed (recognised by its magic bytes, whatever its name)."""
+    The file may be gzip-compressed (recognised by its magic bytes, whatever its name). A file
+    or a decompressed stream past `fixture_cap()`, and one whose parse runs out of memory, is
+    refused as FixtureTooLarge (FIXTURE_TOO_LARGE), never a MemoryError."""
+    cap = fixture_cap()
+    limit = f"{cap} bytes" + ("" if cap == MAX_FIXTURE_BYTES else f" (1/{MEMORY_SHARE} of this process's memory limit)")
+    try:
+        return _load(path, cap, limit)
+    except MemoryError:
+        raise FixtureTooLarge("", f"reading the fixture ran out of memory (at most {limit} are read)") from None
+
+
+def _load(path: str, cap: int, limit: str) -> Fixture:
     with open(path, "rb") as handle:
-        data = handle.read(MAX_FIXTURE_BYTES + 1)
-    if len(data) > MAX_FIXTURE_BYTES:
-        raise FixtureError("", f"the fixture file is larger than {MAX_FIXTURE_BYTES} bytes")
+        data = _read_at_most(handle, cap)
+    if len(data) > cap:
+        raise FixtureTooLarge("", f"the fixture file is larger than {limit}")
     if data[:2] == b"\x1f\x8b":
         # A gzip-compressed fixture file (the demo corpus is one): same JSON inside.
         try:
-            unpacked = decoding.decode(data, "gzip", MAX_FIXTURE_BYTES)
+            unpacked = decoding.decode(data, "gzip", cap)
         except decoding.TooLarge:
-            raise FixtureError("", f"the gzip fixture file decompresses to more than {MAX_FIXTURE_BYTES} bytes") from None
+            raise FixtureTooLarge("", f"the gzip fixture file decompresses to more than {limit}") from None
         except decoding.Undecodable as exc:
             raise FixtureError("", f"broken gzip fixture file: {exc}") from None
         if not unpacked.complete:
             raise FixtureError("", "broken gzip fixture file: the stream is cut short")
         data = unpacked.body
     fixture = parse_fixture(data)
+    del data
     base = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     exchanges = []
     for i, exchange in enumerate(fixture.exchanges):

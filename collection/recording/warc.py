@@ -3,13 +3,16 @@
 Import (`import_warcs`): every `response` record whose block is an HTTP response
 (`application/http; msgtype=response`) for an https:// target becomes a recorded response:
 status and headers as archived, body with transfer- and content-encoding removed (the fixture
-stores decoded bodies). `request` records give the request headers of the response they are
-concurrent to (Host dropped: the URL carries it). `revisit` records are resolved to the payload
+stores decoded bodies); a body the archiver already stored decoded under its Content-Encoding
+(wabac.js) is taken as stored when the record vouches for it (`_stored_decoded`). `request`
+records give the request headers of the response they are concurrent to (Host dropped: the URL
+carries it). `revisit` records are resolved to the payload
 they refer to — by WARC-Refers-To, else WARC-Payload-Digest, else target URI and date — when
 that payload is in the input, and skipped (with a note) when it is not; a revisit's own HTTP
 status and headers are kept unless it is a 304 (server-not-modified), which takes the
-original's. `warcinfo`, `metadata`, `resource` and other records are skipped. Several captures
-of one URL become a per-run sequence in WARC-Date order (capture n is run n).
+original's. `warcinfo`, `metadata`, `resource` and other records are skipped, each counted
+under its reason (SKIP_REASONS). Several captures of one URL become a per-run sequence in
+WARC-Date order (capture n is run n).
 
 Export (`export_warc`): a warcinfo record, then per recorded response a request record and a
 response record whose HTTP block is consistent (Content-Encoding and Transfer-Encoding dropped,
@@ -24,6 +27,7 @@ hung before the headers) is exported as a `metadata` record with that field inst
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import email.utils
 import hashlib
@@ -41,7 +45,8 @@ from warcio.warcwriter import WARCWriter
 
 from collection import urls
 from collection.recording import decoding
-from collection.recording.format import Exchange, Fixture, RecordedResponse, dump_response, parse_fixture
+from collection.recording.format import (Exchange, Fixture, FixtureError, RecordedResponse, dump_response,
+                                         parse_fixture)
 
 FIXTURE_FIELD = "WARC-Fixture"
 EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
@@ -63,6 +68,7 @@ class _Capture:
     extra: dict = field(default_factory=dict)      # the WARC-Fixture field
     record_id: str = ""
     concurrent: tuple[str, ...] = ()
+    kind: str = "response"                          # its WARC-Type
 
 
 def _target(record) -> str | None:
@@ -76,24 +82,106 @@ def _target(record) -> str | None:
 # live run could have read is imported, and a bomb in an archive is a skipped record.
 MAX_DECODED_BYTES = 64 * 1024 * 1024
 
+# Why a record is left out: stable keys of the import's `skipped_by_reason` (docs/fixtures.md).
+SKIP_REASONS = {
+    "record_type": "a record type the import does not take (warcinfo, metadata, resource, ...)",
+    "no_http_block": "a record whose block holds no HTTP message",
+    "no_target_uri": "a record with no WARC-Target-URI",
+    "not_https": "a capture of a target that is not https://",
+    "no_http_status": "a capture with no HTTP status line",
+    "unknown_coding": "a body in a Content-Encoding this tool cannot decode",
+    "undecodable": "a body not in its declared Content-Encoding, with nothing to show it was stored decoded",
+    "too_large": f"a body that decodes to more than {MAX_DECODED_BYTES} bytes",
+    "revisit_unresolved": "a revisit of a payload not in the input",
+    "request_unpaired": "a request record that no imported response pairs with",
+    "bad_url": "a target URI this tool cannot canonicalise",
+    "bad_fixture_field": f"a record whose {FIXTURE_FIELD} field is not a valid fixture response",
+}
+MAX_NOTES = 100         # details kept in the report; the counts above are always whole
 
-def _decode(raw: bytes, headers: list[tuple[str, str]], cut: bool):
-    """(body, complete, headers): transfer- and content-encoding removed (the headers stay as
-    archived: replay drops the coding headers of the decoded bodies it serves), and whether the
-    body is whole — its block was not cut (`cut`), it is as long as its Content-Length
-    says, and its encoded stream reached its end. Raises decoding.Undecodable (an unknown
-    coding, or bytes not in it) or decoding.TooLarge."""
+
+@dataclass(frozen=True)
+class _Body:
+    body: bytes
+    complete: bool
+    stored_decoded: str | None = None      # the evidence, when the body was archived decoded
+
+
+def _decode(raw: bytes, headers: list[tuple[str, str]], cut: bool, payload_digest: str | None) -> _Body:
+    """The body with transfer- and content-encoding removed (the headers stay as archived:
+    replay drops the coding headers of the decoded bodies it serves), and whether it is whole
+    — its block was not cut (`cut`), it is as long as its Content-Length says, and its encoded
+    stream reached its end. A body the archiver stored decoded under its Content-Encoding
+    (wabac.js does) is taken as stored when `_stored_decoded` finds evidence for it. Raises
+    decoding.UnknownCoding, decoding.Undecodable (bytes not in the coding, and no such
+    evidence) or decoding.TooLarge."""
     get = lambda name: next((v for k, v in headers if k.lower() == name), None)  # noqa: E731
-    complete = not cut
     chunked = "chunked" in (get("transfer-encoding") or "").lower()
-    if chunked:
-        raw = ChunkedDataReader(io.BytesIO(raw), decomp_type=None).read()
-    else:
-        length = (get("content-length") or "").strip()
-        if length.isdigit() and len(raw) < int(length):
-            complete = False
-    decoded = decoding.decode(raw, get("content-encoding"), MAX_DECODED_BYTES)
-    return decoded.body, complete and decoded.complete, headers
+    body = ChunkedDataReader(io.BytesIO(raw), decomp_type=None).read() if chunked else raw
+    length = (get("content-length") or "").strip()
+    declared = int(length) if length.isdigit() and not chunked else None
+    whole = not cut and (declared is None or len(body) >= declared)
+    header = get("content-encoding")
+    codings = decoding.encodings_of(header)
+    try:
+        decoded = decoding.decode(body, header, MAX_DECODED_BYTES)
+    except decoding.UnknownCoding:
+        raise
+    except decoding.Undecodable:
+        evidence = _stored_decoded(raw, body, codings, cut, declared, payload_digest, prefix=False)
+        if evidence is None:
+            raise
+        return _Body(body, whole, evidence)
+    if not decoded.complete:
+        # br and raw deflate have no magic number: short plain bytes can read as the start of
+        # such a stream, so only a payload digest over exactly these bytes says they are plain
+        evidence = _stored_decoded(raw, body, codings, cut, declared, payload_digest, prefix=True)
+        if evidence is not None:
+            return _Body(body, whole, evidence)
+    return _Body(decoded.body, whole and decoded.complete)
+
+
+def _stored_decoded(raw: bytes, body: bytes, codings: list[str], cut: bool, declared: int | None,
+                    payload_digest: str | None, prefix: bool) -> str | None:
+    """What shows that `body`, which is not a whole stream of its declared codings, is the
+    decoded body stored as such, or None. All of: the record is whole (not cut); the bytes do
+    not begin with the magic number of the last coding applied (bytes that do are a damaged
+    stream, never plain); and the record vouches for exactly these bytes — its
+    WARC-Payload-Digest matches them, or (no digest this tool can compute, and not a mere
+    stream prefix) its Content-Length equals their length. Nothing is decompressed here, so
+    no bomb can pass: a real stream that decodes too far is decoding.TooLarge before this."""
+    if cut or not codings or decoding.carries_magic(body, codings[-1]):
+        return None
+    match = _digest_matches(payload_digest, (raw, body))
+    if match is True:
+        return "WARC-Payload-Digest"
+    if match is None and not prefix and declared == len(body):
+        return "Content-Length"
+    return None
+
+
+_DIGESTS = {"sha1": "sha1", "sha256": "sha256", "sha512": "sha512", "md5": "md5"}
+
+
+def _digest_matches(value: str | None, candidates: tuple[bytes, ...]) -> bool | None:
+    """Whether a WARC-Payload-Digest (`sha1:BASE32`, `sha256:hex`, `sha-256:hex`, …) is the
+    digest of one of `candidates`; None when there is none, or none this tool can compute."""
+    algorithm, _, encoded = (value or "").strip().partition(":")
+    name = _DIGESTS.get(algorithm.lower().replace("-", ""))
+    if name is None or not encoded:
+        return None
+    size = hashlib.new(name).digest_size
+    encoded = encoded.strip()
+    try:
+        if len(encoded) == 2 * size and all(c in "0123456789abcdefABCDEF" for c in encoded):
+            expected = bytes.fromhex(encoded)
+        else:
+            expected = base64.b32decode(encoded.upper() + "=" * (-len(encoded) % 8))
+    except ValueError:
+        return None
+    if len(expected) != size:
+        return None
+    return any(hashlib.new(name, data).digest() == expected for data in candidates)
 
 
 def _extra(record) -> dict:
@@ -122,23 +210,48 @@ def _with_extra(response: RecordedResponse, extra: dict) -> RecordedResponse:
 
 
 def import_warcs(paths) -> tuple[Fixture, dict]:
-    """A fixture from WARC files (plain or gzip), and counts of what was taken and skipped."""
+    """A fixture from WARC files (plain or gzip), and counts of what was taken and skipped.
+
+    Every record read is accounted for: `records` == `responses` + `revisits_resolved` +
+    `requests` + `skipped`, and every skipped record is counted under its reason
+    (`skipped_by_reason`, keys of SKIP_REASONS) and its WARC-Type (`skipped_by_type`)."""
     captures: list[_Capture] = []
-    requests_by_id: dict[str, tuple] = {}
-    request_for: dict[str, tuple] = {}          # response record id -> request headers
+    requests_by_id: dict[str, tuple] = {}       # request key -> request headers
+    request_for: dict[str, str] = {}            # response record id -> request key
     payload_by_id: dict[str, RecordedResponse] = {}
     payload_by_digest: dict[str, RecordedResponse] = {}
     payload_by_uri_date: dict[tuple[str, str], RecordedResponse] = {}
     revisits: list[tuple] = []
-    stats = {"files": len(paths), "records": 0, "responses": 0, "revisits_resolved": 0, "skipped": 0,
-             "skipped_by_type": {}, "truncated": 0, "notes": []}
+    stats = {"files": len(paths), "records": 0, "responses": 0, "revisits_resolved": 0, "requests": 0,
+             "skipped": 0, "skipped_by_type": {}, "skipped_by_reason": {}, "stored_decoded": 0, "truncated": 0,
+             "notes": [], "notes_left_off": 0}
     order = 0
 
-    def skip(kind: str, note: str | None = None) -> None:
+    def note(text: str) -> None:
+        if len(stats["notes"]) < MAX_NOTES:
+            stats["notes"].append(text)
+        else:
+            stats["notes_left_off"] += 1
+
+    def skip(kind: str, reason: str, detail: str | None = None) -> None:
         stats["skipped"] += 1
         stats["skipped_by_type"][kind] = stats["skipped_by_type"].get(kind, 0) + 1
-        if note and len(stats["notes"]) < 100:
-            stats["notes"].append(note)
+        stats["skipped_by_reason"][reason] = stats["skipped_by_reason"].get(reason, 0) + 1
+        if detail:
+            note(f"{detail}; not imported ({reason})")
+
+    def canonical(kind: str, url: str, record) -> str | None:
+        try:
+            return urls.canonicalise(url)
+        except urls.UrlError as exc:
+            skip(kind, "bad_url", f"{url}: {exc}")
+            record.raw_stream.read()
+            return None
+
+    def take(kind: str, url: str, date: str, response: RecordedResponse, extra: dict, record) -> None:
+        capture = _Capture(url, date, order, response, None, extra, kind=kind)
+        _link(record, capture)
+        captures.append(capture)
 
     for path in paths:
         with open(path, "rb") as stream:
@@ -146,113 +259,142 @@ def import_warcs(paths) -> tuple[Fixture, dict]:
                 for record in ArchiveIterator(stream, arc2warc=True):
                     stats["records"] += 1
                     order += 1
-                    kind = record.rec_type
+                    kind = record.rec_type or "unknown"
                     record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
                     url = _target(record)
                     date = record.rec_headers.get_header("WARC-Date") or ""
                     extra = _extra(record)
                     if kind == "request" and record.http_headers is not None:
                         headers = tuple((k, v) for k, v in record.http_headers.headers if k.lower() != "host")
-                        requests_by_id[record_id] = headers
+                        key = record_id or f"#{order}"
+                        requests_by_id[key] = headers
                         for other in (record.rec_headers.get_header("WARC-Concurrent-To") or "").split():
-                            request_for[other] = headers
+                            request_for[other] = key
                         record.raw_stream.read()
                         continue
                     if kind == "metadata" and extra.get("response") is not None and url:
-                        doc = extra["response"]
-                        response = parse_fixture([{"request": {"url": "https://x.invalid/"},
-                                                   "response": doc}]).exchanges[0].responses[0]
-                        captures.append(_Capture(url, date, order, response, None, extra))
-                        _link(record, captures[-1], request_for, requests_by_id)
+                        if (target := canonical(kind, url, record)) is None:
+                            continue
+                        try:
+                            response = parse_fixture([{"request": {"url": "https://x.invalid/"},
+                                                       "response": extra["response"]}]).exchanges[0].responses[0]
+                        except FixtureError as exc:
+                            skip(kind, "bad_fixture_field", f"{url}: its {FIXTURE_FIELD} field is invalid ({exc})")
+                            continue
+                        stats["responses"] += 1
+                        take(kind, target, date, response, extra, record)
                         continue
-                    if kind not in ("response", "revisit") or record.http_headers is None or not url:
-                        skip(kind)
+                    reason = ("record_type" if kind not in ("response", "revisit", "request")
+                              else "no_http_block" if record.http_headers is None
+                              else "no_target_uri" if not url else None)
+                    if reason is not None:
+                        skip(kind, reason)
                         record.raw_stream.read()
                         continue
                     if not url.lower().startswith("https://"):
-                        skip(kind, f"{url}: not https, skipped")
+                        skip(kind, "not_https", f"{url}: not https")
                         record.raw_stream.read()
+                        continue
+                    if (target := canonical(kind, url, record)) is None:
                         continue
                     try:
                         status = int(record.http_headers.get_statuscode())
                     except (TypeError, ValueError):
-                        skip(kind, f"{url}: no HTTP status in the {kind} record")
+                        skip(kind, "no_http_status", f"{url}: no HTTP status in the {kind} record")
                         continue
                     headers = [(k, v) for k, v in record.http_headers.headers]
                     raw = record.raw_stream.read()
                     cut = getattr(record.raw_stream, "limit", 0) > 0    # the archive ends inside the block
+                    digest = record.rec_headers.get_header("WARC-Payload-Digest")
                     if kind == "revisit":
-                        revisits.append((url, date, order, status, tuple(headers), extra, record_id,
-                                         record.rec_headers.get_header("WARC-Refers-To"),
-                                         record.rec_headers.get_header("WARC-Payload-Digest"),
+                        revisits.append((target, date, order, status, tuple(headers), extra, record_id,
+                                         tuple((record.rec_headers.get_header("WARC-Concurrent-To") or "").split()),
+                                         record.rec_headers.get_header("WARC-Refers-To"), digest,
                                          record.rec_headers.get_header("WARC-Refers-To-Target-URI"),
                                          record.rec_headers.get_header("WARC-Refers-To-Date")))
                         continue
                     try:
-                        body, complete, headers = _decode(raw, headers, cut)
-                    except (decoding.Undecodable, decoding.TooLarge) as exc:
-                        skip(kind, f"{url}: {exc}; the record is not imported")
+                        decoded = _decode(raw, headers, cut, digest)
+                    except decoding.UnknownCoding as exc:
+                        skip(kind, "unknown_coding", f"{url}: {exc}")
                         continue
-                    drop_after = None
-                    if not complete:
-                        # a short record is never a complete answer: it replays as a
-                        # connection that dropped after the bytes the archive holds
-                        stats["truncated"] += 1
-                        stats["notes"].append(f"{url}: the record is cut short ({len(body)} bytes); "
-                                              "imported as a connection dropped after them")
-                        drop_after = len(body)
+                    except decoding.Undecodable as exc:
+                        skip(kind, "undecodable", f"{url}: {exc}")
+                        continue
+                    except decoding.TooLarge as exc:
+                        skip(kind, "too_large", f"{url}: {exc}")
+                        continue
+                    body = decoded.body
+                    # a short record is never a complete answer: it replays as a
+                    # connection that dropped after the bytes the archive holds
+                    drop_after = None if decoded.complete else len(body)
                     response = RecordedResponse(status, tuple(headers), body, drop_after=drop_after)
                     if extra:
-                        response = _with_extra(response, extra)
+                        try:
+                            response = _with_extra(response, extra)
+                        except FixtureError as exc:
+                            skip(kind, "bad_fixture_field", f"{url}: its {FIXTURE_FIELD} field is invalid ({exc})")
+                            continue
+                    if decoded.stored_decoded:
+                        stats["stored_decoded"] += 1
+                        coding = next(v for k, v in headers if k.lower() == "content-encoding").strip()
+                        note(f"{url}: stored decoded under Content-Encoding {coding} (the bytes are not {coding} "
+                             f"data and its {decoded.stored_decoded} matches them); imported as stored")
+                    if not decoded.complete:
+                        stats["truncated"] += 1
+                        note(f"{url}: the record is cut short ({len(body)} bytes); "
+                             "imported as a connection dropped after them")
                     stats["responses"] += 1
                     payload_by_id[record_id] = response
-                    digest = record.rec_headers.get_header("WARC-Payload-Digest")
                     if digest:
                         payload_by_digest[digest] = response
                     payload_by_uri_date[(url, date)] = response
-                    captures.append(_Capture(url, date, order, response, None, extra))
-                    _link(record, captures[-1], request_for, requests_by_id)
+                    take(kind, target, date, response, extra, record)
             except ArchiveLoadFailed as exc:
                 raise WarcError(f"{path}: not a readable WARC: {exc}") from None
-    for (url, date, position, status, headers, extra, record_id, refers_to, digest, refers_uri,
+    for (url, date, position, status, headers, extra, record_id, concurrent, refers_to, digest, refers_uri,
          refers_date) in revisits:
         original = (payload_by_id.get(refers_to or "") or payload_by_digest.get(digest or "")
                     or payload_by_uri_date.get((refers_uri or "", refers_date or "")))
         if original is None:
-            skip("revisit", f"{url}: revisit of a payload not in the input, skipped")
+            skip("revisit", "revisit_unresolved", f"{url}: revisit of a payload not in the input")
             continue
         if status == 304:
             status, headers = original.status, original.headers
         response = RecordedResponse(status, headers, original.body)
         if extra:
-            response = _with_extra(response, extra)
+            try:
+                response = _with_extra(response, extra)
+            except FixtureError as exc:
+                skip("revisit", "bad_fixture_field", f"{url}: its {FIXTURE_FIELD} field is invalid ({exc})")
+                continue
         stats["revisits_resolved"] += 1
-        captures.append(_Capture(url, date, position, response, None, extra, record_id))
+        captures.append(_Capture(url, date, position, response, None, extra, record_id, concurrent, "revisit"))
     # Pair requests with responses either way round (wget: the response names its request;
     # Heritrix: the request, written after, names its response).
+    used: set[str] = set()
     for capture in captures:
-        capture.request_headers = request_for.get(capture.record_id) or next(
-            (requests_by_id[other] for other in capture.concurrent if other in requests_by_id), None)
-    return _fixture(captures, stats), stats
+        key = request_for.get(capture.record_id) or next(
+            (other for other in capture.concurrent if other in requests_by_id), None)
+        if key is not None:
+            capture.request_headers = requests_by_id[key]
+            used.add(key)
+    stats["requests"] = len(used)
+    for key in sorted(set(requests_by_id) - used):
+        skip("request", "request_unpaired")
+    return _fixture(captures), stats
 
 
-def _link(record, capture: _Capture, request_for: dict, requests_by_id: dict) -> None:
+def _link(record, capture: _Capture) -> None:
     """Remember the ids that pair this capture with its request (resolved once all is read)."""
     capture.record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
     capture.concurrent = tuple((record.rec_headers.get_header("WARC-Concurrent-To") or "").split())
 
 
-def _fixture(captures: list[_Capture], stats: dict) -> Fixture:
-    # Requests written after their response (Heritrix) are linked once everything is read.
+def _fixture(captures: list[_Capture]) -> Fixture:
     by_url: dict[str, list[_Capture]] = {}
     for capture in captures:
-        try:
-            url = urls.canonicalise(capture.url)
-        except urls.UrlError as exc:
-            stats["skipped"] += 1
-            stats["notes"].append(f"{capture.url}: {exc}")
-            continue
-        by_url.setdefault(url, []).append(capture)
+        by_url.setdefault(capture.url, []).append(capture)
     exchanges = []
     for url in sorted(by_url):
         items = sorted(by_url[url], key=lambda c: (c.extra.get("index", 0) if c.extra else 0, c.date, c.order))

@@ -10,9 +10,13 @@ shared with other processes.
 
 A source refused (at registration, or by a run-level refusal such as STATE_LOCKED) is
 reported and the others still run. The dataset record (schemas/dataset-run-record.schema.json)
-lists every source in the dataset's order and is also written to DIR/dataset-run.json; its
-`dataset_run` counts the dataset's runs and names the fixture run a `--replay` or `--record`
-uses (one fixture holds every origin of the dataset).
+lists every source in the dataset's order; `--json` prints this run's. DIR/dataset-run.json
+is the directory's: several runs (`--only` jobs) may share DIR at once, so each merges its
+outcomes into it (`merge_record`) under a lock (collection/store/datasetrecord.py): a source's
+entry there is from the last run that ran it, and `dataset_run` counts the runs. A run's
+number is taken from the counter when it writes the record; the fixture run a `--replay` or
+`--record` uses (one fixture holds every origin of the dataset) is the counter read at its
+start, the same number unless another run wrote the record meanwhile.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
-from collection.canonical import ordered_json
 from collection.fetch.clock import VirtualClock
 from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
 from collection.fetch.gate import GateUnavailable
@@ -35,11 +38,12 @@ from collection.recipe.model import Source
 from collection.recipe.refusal import Refusal, RefusedError
 from collection.recipe.registration import dataset_entries
 from collection.run.loop import RunSettings, RunUsageError, SharedRun, Shell, gate_refusal, run_source
+from collection.store.datasetrecord import DATASET_RECORD, last_dataset_run, update_dataset_record
 from collection.store.generations import StateLocked
 from collection.store.groupsync import Committer, FilesystemSync
 from collection.run.gcpause import paused_gc
+from collection.redact import scrub
 
-DATASET_RECORD = "dataset-run.json"
 DATASET_RECORD_VERSION = 1
 
 RAN = "ran"
@@ -63,17 +67,48 @@ class DatasetSettings:
 def is_dataset(data: bytes) -> bool:
     try:
         document = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return False
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False        # registration says why (JSON_INVALID, JSON_TOO_DEEP), naming the file
     return isinstance(document, dict) and "sources" in document and "connector" not in document
 
 
-def previous_dataset_run(state_dir: str) -> int:
-    try:
-        with open(os.path.join(state_dir, DATASET_RECORD), "rb") as handle:
-            return int(json.loads(handle.read()).get("dataset_run", 0))
-    except (OSError, ValueError, AttributeError, TypeError):
-        return 0
+class DatasetRecordError(OSError):
+    """DIR/dataset-run.json could not be written after the sources ran: `record` is this
+    run's record (each source's own generation is as it reports)."""
+
+    def __init__(self, record: dict, exc: OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        super().__init__(f"cannot write the dataset record {DATASET_RECORD}{where}: {exc.strerror or exc}; "
+                         "every source that ran kept its new generation")
+        self.record = record
+
+
+# This run's outcomes that say nothing new about a source: left out by --only, or locked by
+# another run (which writes its own outcome for that source).
+def _keeps_previous(entry: dict) -> bool:
+    return entry["status"] == NOT_CHOSEN or (entry["status"] == REFUSED and entry["code"] == "STATE_LOCKED")
+
+
+def merge_record(previous: dict | None, run: dict, counter: int) -> tuple[dict, dict]:
+    """DIR/dataset-run.json after `run` (this run's record; pure): (the directory's record,
+    this run's record), both numbered counter + 1. A source's entry is this run's unless this
+    run left it out or found it locked and the previous record has one: then the previous
+    entry stays. Every entry says which dataset run wrote it; sources no longer in the
+    dataset are dropped; `counts` counts the entries."""
+    number = counter + 1
+    mine = [{**entry, "dataset_run": number} for entry in run["sources"]]
+    before = {}
+    if previous is not None:
+        before = {entry["name"]: {**entry, "dataset_run": entry.get("dataset_run", previous["dataset_run"])}
+                  for entry in previous["sources"]}
+    merged = [before[entry["name"]] if _keeps_previous(entry) and entry["name"] in before else entry
+              for entry in mine]
+    this_run = {**run, "dataset_run": number, "sources": mine}
+    return {**this_run, "counts": _counts(merged), "sources": merged}, this_run
+
+
+def _counts(sources: list[dict]) -> dict:
+    return {status: sum(1 for s in sources if s["status"] == status) for status in STATUSES}
 
 
 def host_sharers(sources: Iterable[Source]) -> dict[str, int]:
@@ -90,10 +125,12 @@ def _refused(refusals: Iterable[Refusal]) -> dict:
     return {"status": REFUSED, "code": refusals[0].code, "refusals": [r.to_json() for r in refusals], "record": None}
 
 
-def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log=None) -> dict:
-    """Run the dataset; returns the dataset record. RefusedError when the dataset as a whole
-    is refused (its envelope, or the gate before any request); RunUsageError for --only
-    naming no source of it."""
+def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log=None, warn=None) -> dict:
+    """Run the dataset; returns this run's dataset record, once merged into
+    DIR/dataset-run.json. RefusedError when the dataset as a whole is refused (its envelope,
+    or the gate before any request); RunUsageError for --only naming no source of it;
+    DatasetRecordError when the sources ran but the record could not be written. `warn`
+    hears of a damaged record set aside."""
     registration, envelope, entries = dataset_entries(data)
     if envelope or not entries:
         raise RefusedError(list(envelope or registration.refusals))
@@ -108,7 +145,7 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
         except GateUnavailable as exc:
             raise gate_refusal(exc, gate) from None
     os.makedirs(settings.state_dir, exist_ok=True)
-    dataset_run = previous_dataset_run(settings.state_dir) + 1
+    dataset_run = last_dataset_run(settings.state_dir) + 1
 
     results: dict[int, dict] = {}
     chosen = []
@@ -126,8 +163,9 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     transport = shell.transport_for(dataset_run)
     margin = 0.0 if shell.virtual else ARRIVAL_MARGIN_SECONDS
     pacer = Pacer(Politeness(1, WORKER_CAP, margin=margin), gate, fair=True)
+    dataset_name = registration.dataset.name if registration.dataset else _dataset_name(data)
     shared = SharedRun(transport, pacer, sharers=host_sharers(entry.source for entry in chosen),
-                       committer=Committer(FilesystemSync.available(), around=paused_gc))
+                       committer=Committer(FilesystemSync.available(), around=paused_gc), dataset=dataset_name)
     lock = threading.Lock()
     # The sources open their state directories (lock, recovery, the predecessor's files) one
     # at a time: 256 threads doing it at once spent four times the CPU, each taking the
@@ -178,7 +216,8 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
                        "message": f"{getattr(exc, 'strerror', None) or exc}{where}; the previous generation is unchanged"}
         except Exception as exc:        # noqa: BLE001 - one source's defect must not hide the others' results
             outcome = {"status": ERROR, "code": None, "refusals": [], "record": None,
-                       "message": f"internal error: {type(exc).__name__}: {exc}; the previous generation is unchanged"}
+                       "message": scrub(f"internal error: {type(exc).__name__}: {exc}; "
+                                        "the previous generation is unchanged")}
         with lock:
             results[entry.index] = outcome
 
@@ -207,30 +246,29 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
     counts = {status: sum(1 for s in sources if s["status"] == status) for status in STATUSES}
     record = {
         "record_version": DATASET_RECORD_VERSION,
-        "dataset": registration.dataset.name if registration.dataset else _dataset_name(data),
+        "dataset": dataset_name,
         "dataset_run": dataset_run,
         "gate": getattr(gate, "description", "none"),
         "counts": counts,
         "sources": sources,
     }
-    if counts[RAN] or any(s["record"] is not None for s in sources):
-        _write_record(settings.state_dir, record)
-    return record
+    mine: list[dict] = []
+
+    def merge(previous: dict | None, counter: int) -> dict:
+        merged, this_run = merge_record(previous, record, counter)
+        mine.append(this_run)
+        return merged
+
+    try:
+        update_dataset_record(settings.state_dir, merge, warn=warn)
+    except OSError as exc:
+        raise DatasetRecordError(mine[0] if mine else record, exc) from None
+    return mine[0]
 
 
 def _dataset_name(data: bytes) -> str:
     try:
         return str(json.loads(data).get("name", ""))
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return ""
-
-
-def _write_record(state_dir: str, record: dict) -> None:
-    path = os.path.join(state_dir, DATASET_RECORD)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as handle:
-        handle.write((ordered_json(record) + "\n").encode("utf-8"))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 

@@ -36,10 +36,12 @@ from collection.canonical import ordered_json
 from collection.fetch.clock import VirtualClock
 from collection.discover.driver import EXPLICIT, DiscoveryShapeError, start as start_discovery
 from collection.fetch.egress import Egress
-from collection.fetch.gate import GateUnavailable, SourceHeld
+from collection.fetch.gate import GateUnavailable, SourceHeld, source_identity
+from collection.redact import redact_url, scrub
 from collection.fetch.pacer import Pacer
 from collection.fetch.fetcher import (ARRIVAL_MARGIN_SECONDS, FAILED as F_FAILED, FETCHED as F_FETCHED,
                                 SKIPPED_ORIGIN as F_SKIPPED, Fetcher, FetchSpec)
+from collection.run import failed_pages as FP
 from collection.run.gcpause import paused_gc
 from collection.merge.ledger import MergeInvalid, check_ledger_header, read_ledger, write_ledger
 from collection.discover.common import ListingFailure, ListingResponse
@@ -86,6 +88,9 @@ class Shell:
     # The politeness gate shared with other processes (collection.fetch.gate); None: the
     # in-process scheduler alone (replays, --gate none, tests that build a Shell).
     gate: Any = None
+    # Where a warning an operator must see goes (a hold: collection.fetch.holds), off a
+    # terminal too; None: stderr. `--log-json` silences it (the JSON event says it instead).
+    warn: Callable[[str], None] | None = None
 
     @property
     def virtual(self) -> bool:
@@ -114,6 +119,8 @@ class SharedRun:
     # Every source's generation is written by one committer thread, in rounds that share
     # their syncs (collection/store/groupsync.py). None: each source writes its own.
     committer: Committer | None = None
+    # The dataset's name: part of what identifies each source to the fleet's source lock.
+    dataset: str | None = None
 
 
 class GateFault(RefusedError):
@@ -137,11 +144,13 @@ def gate_refusal(exc: GateUnavailable | str, gate, counts: B.Counts | None = Non
     """GATE_UNAVAILABLE. Before the first request (`counts` None) nothing was requested; once
     the run had begun the message says how many requests were made and whether a generation
     was written (`record`: the pages fetched before the fault were)."""
-    text = f"the politeness gate {getattr(gate, 'description', gate)} cannot be used: {exc}"
+    # scrub: the gate's text and the error's may come from outside (issue 24 point 1)
+    where = getattr(gate, "description", None) or redact_url(str(gate))
+    text = f"the politeness gate {where} cannot be used: {exc}"
     rule = "the promise to an origin holds across runs"
     if counts is None:
-        return RefusedError(Refusal("GATE_UNAVAILABLE", "", text + "; nothing was requested and the previous "
-                                    "generation is unchanged", rule))
+        return RefusedError(Refusal("GATE_UNAVAILABLE", "", scrub(text + "; nothing was requested and the previous "
+                                                                  "generation is unchanged"), rule))
     made = counts.charged + counts.robots
     text += (f"; {made} request{' was' if made == 1 else 's were'} made before it failed ({counts.listing} listing, "
              f"{counts.page} page, {counts.robots} robots.txt)")
@@ -152,7 +161,7 @@ def gate_refusal(exc: GateUnavailable | str, gate, counts: B.Counts | None = Non
         text += (f"; generation {record['generation']} was written with the {cov['fetched_this_run']} pages fetched "
                  f"and {cov['failed_this_run']} failed before the fault, {cov['pending']} pages stay pending; "
                  "run again once the gate works")
-    return GateFault(Refusal("GATE_UNAVAILABLE", "", text, rule), _request_counts(counts), record)
+    return GateFault(Refusal("GATE_UNAVAILABLE", "", scrub(text), rule), _request_counts(counts), record)
 
 
 def source_held_refusal(exc: SourceHeld) -> RefusedError:
@@ -165,7 +174,7 @@ def source_held_refusal(exc: SourceHeld) -> RefusedError:
 PLAN_ACTIONS = ("refresh", "resync")
 
 
-def load_plan(data: bytes) -> dict:
+def load_plan(data: bytes, name: str = "the action plan") -> dict:
     """An action-plan document: a JSON object, optionally {"action": "refresh"|"resync"}.
 
     Raises RunUsageError when it is not one; a `schedule` member is *not* a usage error
@@ -174,7 +183,9 @@ def load_plan(data: bytes) -> dict:
     try:
         plan = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise RunUsageError(f"the action plan is not JSON: {exc}") from None
+        raise RunUsageError(f"{name} is not JSON: {exc}") from None
+    except RecursionError:
+        raise RunUsageError(f"JSON_TOO_DEEP: {name} nests arrays or objects too deeply to read") from None
     if not isinstance(plan, dict):
         raise RunUsageError("the action plan is not a JSON object")
     action = plan.get("action", "refresh")
@@ -213,6 +224,7 @@ class _Predecessor:
     relation_rows: dict
     relation_path: str | None
     run_number: int
+    streaks: dict = field(default_factory=dict)    # failed pages' series, from its run.json
 
 
 def _merge_invalid(exc: MergeInvalid) -> RefusedError:
@@ -284,8 +296,10 @@ def _read_predecessor(store: StateStore, columns: tuple[str, ...], resync: bool,
         current = store.check()
         if current is None:
             return _Predecessor({}, {}, None, store.next_number() - 1)
-        run_number = store.read_record()["run_number"]
+        previous_record = store.read_record()
+        run_number = previous_record["run_number"]
         predecessor = _load_predecessor(store, current, columns, run_number)
+        predecessor.streaks = FP.streaks_of(previous_record)
     except (StateDamaged, _Damaged) as exc:
         refusal = exc.to_refusal() if isinstance(exc, StateDamaged) else exc.refusal
         if not resync:
@@ -366,6 +380,7 @@ class _Dispatcher:
         self.unfinished = 0          # chosen but stopped by a ceiling before its fetch
         self.failed = 0
         self.counts = {"fetched": 0, "failed": 0, "skipped_origin": 0}
+        self.bodies = FP.BodyKeeper()   # decode failures' bodies, for `collection decode`
 
     def _exhausted(self, now: float) -> str | None:
         budget = self.fetcher.budget
@@ -431,9 +446,10 @@ class _Dispatcher:
         return self.buffered > 0 or self.unfinished > 0 or self.planner.remaining > 0
 
 
-def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock, log=None) -> PageResult | None:
+def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock, log=None,
+                bodies: FP.BodyKeeper | None = None) -> PageResult | None:
     try:
-        return _fetch_and_decode(choice, fetcher, pin, accepted, clock)
+        return _fetch_and_decode(choice, fetcher, pin, accepted, clock, bodies)
     except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
         # The page fails with a code (retried next run, counted in the run record and in
         # `status`); the worker goes on with the next page.
@@ -442,12 +458,15 @@ def _fetch_page(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str,
         return PageResult(choice.page_id, FAILED, rfc3339(clock.wall()), failure_code="internal_error")
 
 
-def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock) -> PageResult | None:
+def _fetch_and_decode(choice: Choice, fetcher: Fetcher, pin: Pin, accepted: tuple[str, ...], clock,
+                      bodies: FP.BodyKeeper | None = None) -> PageResult | None:
     out = fetcher.fetch(FetchSpec(choice.url, B.PAGE, accepted))
     at = rfc3339(out.completed_at if out.completed_at is not None else clock.wall())
     if out.outcome == F_FETCHED:
         decoded = decode(pin, out.body or b"", header_value(out.headers, "Content-Type"), out.final_url or choice.url)
         if isinstance(decoded, DecodeFailure):
+            if bodies is not None:
+                bodies.keep(choice.page_id, decoded.code, out.body or b"", header_value(out.headers, "Content-Type"))
             return PageResult(choice.page_id, FAILED, at, failure_code=decoded.code)
         return PageResult(choice.page_id, FETCHED, at, out.content_sha256, decoded.rows)
     if out.outcome == F_FAILED:
@@ -469,7 +488,7 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
         try:
             with participant if participant is not None else nullcontext():
                 while (choice := dispatcher.take()) is not None:
-                    result = _fetch_page(choice, fetcher, pin, accepted, clock, log)
+                    result = _fetch_page(choice, fetcher, pin, accepted, clock, log, dispatcher.bodies)
                     dispatcher.report(choice, result)
                     if progress is not None:
                         progress.tick()
@@ -573,7 +592,9 @@ def run_source(source: Source, settings: RunSettings, shell: Shell, *, shared: S
         except GateUnavailable as exc:
             raise gate_refusal(exc, gate) from None
     try:
-        source_lock = gate.source_lock(source.name) if gate is not None else nullcontext()
+        identity = source_identity(source.name, dataset=shared.dataset if shared is not None else None,
+                                   allowed_origins=pages.allowed_origins)
+        source_lock = gate.source_lock(source.name, identity) if gate is not None else nullcontext()
         with source_lock:
             return _run_locked(source, settings, shell, shared, log, progress_factory, wall_start, resync, pin,
                                columns, pages, clock, join_clock, leave_clock)
@@ -617,6 +638,9 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                           politeness=pacer.politeness, clock=clock, retries=pages.retries,
                           request_timeout=pages.request_timeout_seconds, token=shell.token, pacer=pacer,
                           interval=interval, concurrency=concurrency)
+        drawn: list = []           # the progress line, once there is one (a hold's line goes above it)
+        if pacer.holds.notify is None:
+            pacer.holds.notify = _hold_notice(log, shell.warn, drawn)
         log("run_started", source=source.name, run_number=run_number, resync=resync, state=store.directory)
         try:
             try:
@@ -646,6 +670,8 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             workers = _worker_count(source, planner, shared.sharers if shared is not None else None)
             dispatcher = _Dispatcher(planner, fetcher, clock, _lookahead(planner, workers), per_host=_per_host(source))
             progress = progress_factory(dispatcher, fetcher, planner, pages) if progress_factory else None
+            if progress is not None:
+                drawn.append(progress)
             _run_workers(dispatcher, workers, fetcher, pin, page_accepted(pin.family_id), clock, progress, log,
                          inline=shared is not None)
             if progress is not None:
@@ -691,6 +717,29 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
     return record
 
 
+def _hold_notice(log, warn, drawn: list):
+    """A hold met by a worker: one line on stderr (above the progress line when there is one)
+    and one `origin_held` event (issue 24 point 6)."""
+    from collection.fetch.holds import line
+
+    def notify(hold, ends: bool) -> None:
+        # an origin's event, once per process: no source (a dataset's sources share the hold)
+        log("origin_held", ends_origin=ends, source=None, **hold.to_json())
+        text = line(hold, ends)
+        if warn is not None:
+            warn(text)
+            for progress in drawn:
+                progress.tick(force=True)
+        elif drawn:
+            drawn[0].warn(text)
+        else:
+            import sys
+
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+    return notify
+
+
 def _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
                       run_number, resync, started_at, started_mono, wall_start, ended, clock, shell,
                       discovery, early: Early | None = None,
@@ -713,6 +762,10 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
         ledger_digest = generation.close_text(LEDGER)
         counts = budget.counts()
         failures = sorted((r for r in dispatcher.results if r.outcome == FAILED), key=lambda r: r.page_id)
+        failing = FP.failed_pages(result.ledger, predecessor.ledger, (r.page_id for r in dispatcher.results),
+                                  predecessor.streaks)
+        FP.write_bodies(generation, failing, dispatcher.bodies,
+                        os.path.dirname(predecessor.relation_path) if predecessor.relation_path else None)
         record = {
             "record_version": RECORD_VERSION,
             "source": source.name,
@@ -731,6 +784,7 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
                 "by_class": {k: result.failures_by_class.get(k, 0) for k in codes.LIVENESS_CLASSES},
                 "pages": [{"page_id": r.page_id, "failure_code": result.ledger[r.page_id].failure_code,
                            "failure_class": result.ledger[r.page_id].failure_class} for r in failures],
+                "failed_pages": failing,
             },
             "clipped": list(result.clipped),
             "requests": {"listing": counts.listing, "page": counts.page, "redirect": counts.redirect,
@@ -746,6 +800,7 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
             "clock": "virtual" if shell.virtual else "system",
             "duration_seconds": round((ended[1] if ended else clock.monotonic()) - started_mono, 3),
             "wall_seconds": round(time.monotonic() - wall_start, 3),
+            "gate_wait_seconds": round(getattr(dispatcher.fetcher, "gate_wait_seconds", 0.0), 3),
             "files": {RELATION: relation_digest.as_dict(), LEDGER: ledger_digest.as_dict()},
         }
         unreachable = getattr(dispatcher.fetcher, "robots_unreachable", {})
@@ -753,6 +808,13 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
             # D-66: origins whose robots.txt redirected outside allowed_origins (status advises)
             record["robots_unreachable"] = [{"origin": origin, "redirect": target}
                                             for origin, target in sorted(unreachable.items())]
+        held = sorted(getattr(dispatcher.fetcher, "held_hosts", ()))
+        if held:
+            from collection.fetch.holds import utc
+
+            # issue 24 point 6: origins whose work a hold ended; their pages stay pending
+            ended = dispatcher.fetcher.pacer.holds.ended
+            record["held_until"] = {f"https://{host}": utc(ended[host].until) for host in held if host in ended}
         if gate_failure is not None:
             record["gate_failure"] = {"code": "GATE_UNAVAILABLE", "message": gate_failure}
         generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))

@@ -14,6 +14,8 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from collection.redact import scrub
+
 
 def _duration(seconds: float) -> str:
     seconds = int(max(0, seconds))
@@ -22,6 +24,14 @@ def _duration(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds}s"
+
+
+def held_text(waiting: list[tuple[str, float]]) -> str:
+    """` · held HOST until HH:MM:SSZ` for each origin a hold keeps waiting (issue 24 point 6)."""
+    from collection.fetch.holds import utc
+
+    return "".join(f" · held {host} until {utc(until)[11:]}" for host, until in waiting[:3]) + (
+        f" (+{len(waiting) - 3} more)" if len(waiting) > 3 else "")
 
 
 class Progress:
@@ -54,8 +64,9 @@ class Progress:
         eta = left * self.fetcher.politeness.min_interval / self.hosts
         budget = self.fetcher.budget
         requests_left = max(0, budget.max_requests - budget.counts().charged)
-        return (f"pages {done}/{target} · requests left {requests_left} · failures {counts.get('failed', 0)}"
+        text = (f"pages {done}/{target} · requests left {requests_left} · failures {counts.get('failed', 0)}"
                 f" · ETA {_duration(eta)}")
+        return text + held_text(self.fetcher.pacer.holds.waiting(self.fetcher.clock.wall()))
 
     def tick(self, force: bool = False) -> None:
         with self._lock:
@@ -68,6 +79,13 @@ class Progress:
             self._width = len(text)
             self.stream.write("\r" + text + " " * pad)
             self.stream.flush()
+
+    def warn(self, text: str) -> None:
+        """A warning line (a hold) above the progress line, which is then drawn again."""
+        with self._lock:
+            self.stream.write("\r" + text + " " * max(0, self._width - len(text)) + "\n")
+            self._width = 0
+        self.tick(force=True)
 
     def done(self) -> None:
         self.tick(force=True)
@@ -87,6 +105,8 @@ class JsonLog:
     def __call__(self, event: str, **fields) -> None:
         entry = {"event": event, "t": round(self.clock.wall(), 3)}
         entry.update({k: v for k, v in fields.items() if v is not None})
+        # scrub: an error's text in a field may quote a gate URL or a password (issue 24 point 1)
+        entry = {k: scrub(v) if isinstance(v, str) else v for k, v in entry.items()}
         text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
             self.stream.write(text + "\n")

@@ -35,9 +35,11 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO, Generator, TextIO
+from typing import BinaryIO, Generator, Iterator, TextIO
 
 from collection.recipe.refusal import Refusal
 from collection.store.groupsync import FilesystemSync, drive, fsync_directory as _fsync_dir
@@ -54,6 +56,49 @@ STATE_DAMAGED = "STATE_DAMAGED"
 _GENERATION = re.compile(r"\A[0-9]{6,}\Z")
 _TMP_PREFIX = ".tmp-"
 _LINK_TMP_PREFIX = ".current.tmp-"
+
+
+ATOMIC_TMP = ".tmp-"            # `write_atomically`'s temporary files: PATH.tmp-PID-THREAD
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Replace the file `path` with `data`: a reader sees the old bytes or the new ones, and a
+    kill leaves one of them. The temporary file is the writer's own (process and thread in its
+    name, created exclusively, so it is never a planted symlink nor another writer's file),
+    fsynced, `os.replace`d onto `path`, and the directory fsynced. A leftover of a killed
+    writer is `PATH.tmp-*`; whoever owns PATH may remove those (under its lock)."""
+    tmp = f"{path}{ATOMIC_TMP}{os.getpid()}-{threading.get_ident()}"
+    try:
+        os.unlink(tmp)               # a dead process with this pid and thread id left it
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+@contextmanager
+def exclusive_lock(path: str) -> Iterator[None]:
+    """Hold an exclusive `flock` on the file `path` (created if missing) for the block; waits
+    for the holder. For short read-modify-write sections only: the kernel drops the lock when
+    its holder dies, so a killed process never leaves it taken."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)                 # closing drops the flock
 
 
 class StateLocked(Exception):
