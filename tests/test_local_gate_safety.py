@@ -341,8 +341,23 @@ def test_a_record_the_tool_did_not_write_is_unavailable_and_left_as_found(tmp_pa
         with pytest.raises(GateUnavailable) as refused:
             call()
         assert record in str(refused.value)          # the message names the file
+    with pytest.raises(GateUnavailable):
+        LocalGate(directory).check()                  # the next run refuses before its first request
     with open(record, "rb") as handle:
         assert handle.read() == raw
+
+
+def test_a_hostile_record_of_another_origin_refuses_the_run_before_any_request(loopback, tmp_path):
+    """Issue 24 point 5: one record the tool did not write means someone else writes in the
+    directory; the run refuses (GATE_UNAVAILABLE) before its first request, whatever origin it reads."""
+    directory = tmp_path / "gate"
+    directory.mkdir(mode=0o700)
+    (directory / "b.example.com").write_bytes(b'{"boot": "%s", "last_start": NaN}' % _boot_id().encode())
+    os.chmod(directory / "b.example.com", 0o600)
+    loopback.route("*", Reply(200, JSON_HEADERS, page_body("x")), host=HOST)
+    code, refused = _finish(_run(loopback, tmp_path, "council", [f"https://{HOST}/p/1"], f"local:{directory}"))
+    assert code == 1 and refused["code"] == "GATE_UNAVAILABLE"
+    assert loopback.requests == []
 
 
 def test_a_hostile_directory_record_is_unavailable(tmp_path):

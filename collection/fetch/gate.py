@@ -17,7 +17,9 @@ Backends:
   Replays on the virtual clock always run so; a live run only with `--gate none`, which an
   operator uses only when they know the run is alone.
 - `LocalGate` (the default for a live run): a directory of per-origin records under the
-  user's runtime or cache directory, each read and rewritten under an exclusive `flock`,
+  user's runtime or cache directory (or one shared by a group), checked before it is trusted
+  and its records read as outside input (collection.fetch.gate_files), each record read and
+  rewritten under an exclusive `flock`,
   timed by CLOCK_MONOTONIC (one clock for every process of one machine). A lease names its
   process; a lease whose process is gone (or has passed its TTL) is reclaimed, so a SIGKILL
   never wedges an origin.
@@ -308,9 +310,19 @@ class LocalGate:
 
     # --- the gate ---------------------------------------------------------------------------
     def check(self) -> None:
-        """The directory, every entry in it and its own record, before a run's first request."""
+        """The directory, every entry in it, every record's content and the directory's own
+        record, before a run's first request: one record that is not the tool's means someone
+        else writes here, whichever origin it is for."""
         try:
-            self._directory().check_entries()
+            place = self._directory()
+            place.check_entries()
+            now = time.monotonic()
+            for name in place.record_names():
+                path = os.path.join(self.directory, name)
+                raw = place.read_existing(name, gate_files.MAX_RECORD_BYTES)
+                value = gate_files.parse(raw, path) if raw is not None else None
+                if value is not None and value["boot"] == self._boot:
+                    gate_files.host_record(value, now, path)
         except gate_files.Unsafe as exc:
             raise GateUnavailable(str(exc)) from None
         except OSError as exc:

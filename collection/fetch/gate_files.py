@@ -19,6 +19,7 @@ Every refusal is `Unsafe`, whose message names the file and what is wrong.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -171,6 +172,21 @@ class GateDirectory:
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise Unsafe(f"the gate record {self._where(name)} is {_kind(st)}, not a regular file") from None
         raise Unsafe(f"cannot open the gate record {self._where(name)}: {exc.strerror or exc}") from None
+
+    def read_existing(self, name: str, limit: int) -> bytes | None:
+        """The bytes of record `name` under a shared flock, or None when it is gone; never makes it."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._refuse_open(name, exc)
+        try:
+            self.check_entry(name, os.fstat(fd))
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            return read(fd, self._where(name), limit)
+        finally:
+            os.close(fd)
 
     def record_names(self) -> list[str]:
         return sorted(n for n in os.listdir(self.fd) if not n.startswith("."))
