@@ -78,7 +78,7 @@ def _check_above(st: os.stat_result, where: str) -> None:
     if st.st_uid not in (0, os.geteuid()):
         raise Unsafe(f"{where} is owned by uid {st.st_uid}, not by you or root, so its owner could swap the gate")
     if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise Unsafe(f"{where} is writable by group or others ({_mode(st)}) and not sticky, so they could swap the gate")
+        raise Unsafe(f"{where} is writable by group or others ({_mode(st)}) and not sticky: they could swap the gate")
 
 
 def _member(gid: int) -> bool:
