@@ -168,7 +168,7 @@ _ENTRIES = [
          "Run with --resync (a dataset: --only NAME --resync for the damaged source): the damaged generation is set aside under DIR/set-aside/ (never deleted) and a fresh run starts. A damaged dataset-run.json needs nothing: the next dataset run sets it aside under DIR/set-aside/ and starts a new record.",
          "MERGE-01", "REF-04"),
     _run("GATE_UNAVAILABLE",
-         "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, before the first request or during the run. Nothing was written; the previous generation is unchanged.",
+         "The politeness gate shared with other runs (the machine-local directory, or Redis with --gate redis://…) could not be read or written, or is not safe to trust (a local gate directory or record that is a symlink, a FIFO, another user's, writable by others, or holds what the tool never writes), before the first request or during the run. Nothing was written; the previous generation is unchanged.",
          "Make the gate reachable (start Redis, fix the URL or the directory's permissions) and run again; use --gate none only for a run you know is alone.",
          "FETCH-16", "FETCH-18", "FETCH-19"),
     # --- page failures (D-45, D-62) ----------------------------------------------------
