@@ -362,15 +362,14 @@ def host_record(value: dict, now: float, where: str) -> dict:
                 raise _bad(where, member, f"is not an object of at most {MAX_LEASES} leases")
             record[member] = {key: _lease(lease, where, key, now) for key, lease in item.items()}
         elif member in ("hold_by", "crawl_delay_by"):
-            # who set the hold (collection.fetch.holds): shown to operators, so only as written
-            if valid_setter(item) is None:
-                raise _bad(where, member, "is not the response that set a hold, as the tool writes it")
-            record[member] = item
+            # who set the hold (collection.fetch.holds): it steers nothing, it is only shown, so
+            # one the tool did not write is dropped (shown as unknown) rather than refusing the gate
+            if valid_setter(item) is not None:
+                record[member] = item
         elif member == "cleared":
-            if not (isinstance(item, dict) and set(item) == {"by", "at"}
-                    and all(isinstance(v, str) and len(v) < 512 for v in item.values())):
-                raise _bad(where, member, "is not who cleared the origin and when, as the tool writes it")
-            record[member] = item
+            if isinstance(item, dict) and set(item) == {"by", "at"} \
+                    and all(isinstance(v, str) and len(v) < 512 for v in item.values()):
+                record[member] = item       # else dropped, as a setter above
         else:
             raise _bad(where, f"member {member!r}", "is not one the tool writes")
     return record
