@@ -284,3 +284,19 @@ def test_a_hold_shows_on_the_progress_line_and_in_the_summary_on_a_replay(tmp_pa
     assert record["coverage"]["pending"] == 2 and "https://c.example.com" in record["held_until"]
     assert len(warnings) == 1
     assert "held: https://c.example.com until " + record["held_until"]["https://c.example.com"] in human_summary(record)
+
+
+def test_status_advice_names_the_hold_when_discovery_ended_with_an_origin_held():
+    """Issue 24 point 6 with D-21: a held listing origin ends discovery as a ceiling would, so
+    the advice must name the hold and not send the operator to raise a budget alone."""
+    from collections import Counter
+
+    from collection.commands.status import advice
+
+    cov = {"discovery_failure": None, "discovery_complete": False, "budget_exhausted": None, "complete": False,
+           "pending": 0, "failed": 0}
+    plain = advice(cov, False, Counter(), Counter())
+    held = advice(cov, False, Counter(), Counter(), held=["https://a.example.com"])
+    assert any("raise discovery.max_requests" in line for line in plain)
+    assert not any("https://a.example.com" in line for line in plain)
+    assert any("https://a.example.com" in line and "held" in line for line in held)

@@ -69,7 +69,8 @@ def summarise(directory: str) -> dict | None:
         "failed_pages": sorted(failed_pages, key=lambda e: (e["since"] or "", e["page_id"])),
         "corrections": record["corrections"],
         "discovery_warning": record.get("discovery", {}).get("warning"),
-        "next": advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"))
+        "next": advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"),
+                       held=sorted(record.get("held_until") or {}))
         + robots_advice(record),
     }
 
@@ -85,7 +86,8 @@ def _failed_page(row, streak: dict | None) -> dict:
             "body": streak["body"] if streak else None, "media_type": streak["media_type"] if streak else None}
 
 
-def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warning: str | None = None) -> list[str]:
+def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warning: str | None = None,
+           held: list[str] = ()) -> list[str]:
     """What to do next, most useful first (the human status ends with these lines)."""
     # A discovery that dropped records or found nothing comes first: "complete, nothing to
     # do" would hide a selector that matches the heading instead of its link.
@@ -93,6 +95,11 @@ def advice(cov: dict, truncated: bool, states: Counter, by_code: Counter, warnin
     if cov["discovery_failure"]:
         out.append(f"discovery could not read {cov['discovery_failure']}: check that listing, then run again "
                    "(the pages listed before are kept)")
+    elif not cov["discovery_complete"] and held:
+        # a held listing origin ends discovery as a ceiling would; the hold, not a budget, is why
+        out.append(f"discovery did not finish while {', '.join(held)} was held (the run record's held_until): if "
+                   "that is a listing's origin, the next run after the hold lists the rest; otherwise raise "
+                   "discovery.max_requests (or pages.max_pages)")
     elif not cov["discovery_complete"]:
         out.append("discovery stopped at a ceiling: raise discovery.max_requests (or pages.max_pages) to list the rest")
     if states[PENDING]:

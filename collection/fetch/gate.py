@@ -17,7 +17,9 @@ Backends:
   Replays on the virtual clock always run so; a live run only with `--gate none`, which an
   operator uses only when they know the run is alone.
 - `LocalGate` (the default for a live run): a directory of per-origin records under the
-  user's runtime or cache directory, each read and rewritten under an exclusive `flock`,
+  user's runtime or cache directory (or one shared by a group), checked before it is trusted
+  and its records read as outside input (collection.fetch.gate_files), each record read and
+  rewritten under an exclusive `flock`,
   timed by CLOCK_MONOTONIC (one clock for every process of one machine). A lease names its
   process; a lease whose process is gone (or has passed its TTL) is reclaimed, so a SIGKILL
   never wedges an origin.
@@ -46,6 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Protocol
 
+from collection.fetch import gate_files
 from collection.fetch.holds import CRAWL_DELAY, RETRY_AFTER, Hold, finite, hold_of, utc, valid_setter
 from collection.fetch.politeness import FLOOR_SECONDS, MAX_DELAY_SECONDS, PER_ORIGIN_IN_FLIGHT
 from collection.canonical import canonical_json
@@ -184,9 +187,13 @@ def parse_gate(value: str | None, margin: float, *, ca_bundle: str | None = None
     if value == NONE:
         return None
     if value == LOCAL:
-        return LocalGate(default_directory(), margin=margin)
+        return LocalGate(default_directory(), margin=margin, private=True)
     if value.startswith(LOCAL + ":"):
-        return LocalGate(value[len(LOCAL) + 1:], margin=margin)
+        directory = value[len(LOCAL) + 1:]
+        if not directory.strip():
+            # An empty path would put the gate in whatever directory the job starts in.
+            raise ValueError("--gate local: names no directory: give local:DIR, or `local` for your private default")
+        return LocalGate(directory, margin=margin)
     if redis_gate:
         from collection.fetch.gate_url import parse_gate_url
         from collection.fetch.redis_gate import RedisGate
@@ -247,47 +254,139 @@ def _alive(pid: int, start: str | None) -> bool:
 
 
 class LocalGate:
-    """Per-origin records in a directory, each changed under an exclusive flock."""
+    """Per-origin records in a directory the tool checks, each changed under an exclusive
+    flock (collection.fetch.gate_files says what the directory and its records must be).
 
-    def __init__(self, directory: str, *, margin: float = 0.0):
+    A record found missing or cut short while the directory's own record lists its origin
+    (a file deleted, a write cut short by a crash) is *fenced*: its first start waits one full
+    gap from the moment it was found so, since no start can be later than that moment, the
+    gap from the last start any process made still holds (issue 24 point 3). A record of an
+    earlier boot starts afresh: its processes died with the boot."""
+
+    def __init__(self, directory: str, *, margin: float = 0.0, private: bool = False):
         self.directory = os.path.abspath(directory)
         self.description = f"local:{self.directory}"
         self.margin = float(margin)
+        self.private = private          # the default directory: never the shared layout
         self._boot = _boot_id()
         self._pid = os.getpid()
         self._start = _process_start(self._pid)
         self._serial = 0
         self._serial_lock = threading.Lock()
+        self._place: gate_files.GateDirectory | None = None
+        # This process's own leases by host: put back into a record found reset, so its own
+        # requests in flight still count against the two-connection cap.
+        self._mine: dict[str, dict[str, dict]] = {}
 
-    # --- the record of one origin -----------------------------------------------------------
+    # --- the directory and the record of one origin -----------------------------------------
+    def _directory(self) -> gate_files.GateDirectory:
+        with self._serial_lock:
+            if self._place is None:
+                self._place = gate_files.open_directory(self.directory, private=self.private)
+            place = self._place
+        place.still_there()
+        return place
+
     @contextmanager
-    def _record(self, name: str) -> Iterator[dict]:
+    def _open(self, name: str, limit: int) -> Iterator[tuple[gate_files.GateDirectory, int, bytes]]:
         path = os.path.join(self.directory, name)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            place = self._directory()
+            fd = place.open_record(name)
+        except gate_files.Unsafe as exc:
+            raise GateUnavailable(str(exc)) from None
         except OSError as exc:
             raise GateUnavailable(f"cannot open the local gate {path}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            raw = b""
-            while chunk := os.read(fd, 65536):
-                raw += chunk
-            try:
-                record = json.loads(raw) if raw else {}
-            except ValueError:
-                record = {}          # a write cut short by a crash: start the origin afresh
-            if not isinstance(record, dict) or record.get("boot") != self._boot:
-                record = {"boot": self._boot}
-            before = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
-            yield record
-            data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
-            if data != before or not raw:
-                os.pwrite(fd, data, 0)
-                os.ftruncate(fd, len(data))
+            yield place, fd, gate_files.read(fd, path, limit)
+        except gate_files.Unsafe as exc:
+            raise GateUnavailable(str(exc)) from None
         except OSError as exc:
             raise GateUnavailable(f"cannot use the local gate {path}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)           # closing drops the flock
+
+    @staticmethod
+    def _write(fd: int, raw: bytes, record: dict) -> None:
+        data = gate_files.encode(record)
+        if data != raw:
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+
+    @contextmanager
+    def _record(self, name: str, interval: float | None = None) -> Iterator[dict]:
+        path = os.path.join(self.directory, name)
+        with self._open(name, gate_files.MAX_RECORD_BYTES) as (place, fd, raw):
+            now = time.monotonic()
+            value = gate_files.parse(raw, path)
+            if value is None:                      # missing, or a write cut short
+                known, reset_at = self._register(name, now)
+                record = {"boot": self._boot}
+                fence = self._gap({}, interval if interval is not None else FLOOR_SECONDS)
+                if known or raw.strip(b" \t\r\n\x00"):
+                    record["next_start"] = now + fence
+                elif reset_at is not None and reset_at + fence > now:
+                    record["next_start"] = reset_at + fence
+            elif value["boot"] != self._boot:
+                self._register(name, now)
+                record = {"boot": self._boot}
+            else:
+                record = gate_files.host_record(value, now, path)
+            self._put_back_mine(name, record)
+            yield record
+            self._write(fd, raw, record)
+
+    @contextmanager
+    def _directory_record(self, registering: str | None = None) -> Iterator[dict]:
+        name = gate_files.DIRECTORY_RECORD
+        path = os.path.join(self.directory, name)
+        with self._open(name, gate_files.MAX_DIRECTORY_RECORD_BYTES) as (place, fd, raw):
+            now = time.monotonic()
+            value = gate_files.parse(raw, path)
+            record = None
+            if value is not None and value["boot"] != self._boot:
+                record = {"boot": self._boot, "origins": []}
+            elif value is not None:
+                record = gate_files.directory_record(value, now, path)
+                if "origins" not in record:        # written before the list was kept
+                    record = None
+            if record is None:
+                # The list is lost (or never was, in a new directory): every record present is
+                # listed, and an origin whose record went with the list is fenced from now. The
+                # record being registered was just made empty by this process: it says nothing.
+                names = [n for n in place.record_names() if n != registering]
+                record = {"boot": self._boot, "origins": names}
+                if names or raw.strip(b" \t\r\n\x00"):
+                    record["reset_at"] = now
+            yield record
+            self._write(fd, raw, record)
+
+    def _register(self, name: str, now: float) -> tuple[bool, float | None]:
+        """Whether the directory's record already lists `name` (then a missing record of it was
+        lost, not new), and when the list itself was last found lost; lists it."""
+        with self._directory_record(name) as directory:
+            known = name in directory["origins"]
+            if not known:
+                directory["origins"] = sorted({*directory["origins"], name})
+            return known, directory.get("reset_at")
+
+    def _put_back_mine(self, host: str, record: dict) -> None:
+        with self._serial_lock:
+            mine = dict(self._mine.get(host, {}))
+        if mine:
+            leases = record.setdefault("leases", {})
+            for lease_id, lease in mine.items():
+                if lease["expires"] > time.monotonic():
+                    leases.setdefault(lease_id, dict(lease))
+
+    def _note_mine(self, host: str, lease_id: str, lease: dict | None) -> None:
+        with self._serial_lock:
+            held = self._mine.setdefault(host, {})
+            if lease is None:
+                held.pop(lease_id, None)
+            else:
+                held[lease_id] = dict(lease)
 
     def _live_leases(self, record: dict, now: float) -> dict:
         leases = record.get("leases", {})
@@ -297,19 +396,35 @@ class LocalGate:
         return live
 
     def _gap(self, record: dict, interval: float) -> float:
-        return max(interval, FLOOR_SECONDS, float(record.get("crawl_delay", 0.0))) + self.margin
+        # Bounded as a recipe's interval is (<= MAX_DELAY_SECONDS), so no record holds an instant
+        # a later reader would refuse.
+        return min(max(interval, FLOOR_SECONDS, float(record.get("crawl_delay", 0.0))), MAX_DELAY_SECONDS) \
+            + min(self.margin, 60.0)
 
     # --- the gate ---------------------------------------------------------------------------
     def check(self) -> None:
+        """The directory, every entry in it, every record's content and the directory's own
+        record, before a run's first request: one record that is not the tool's means someone
+        else writes here, whichever origin it is for."""
         try:
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            place = self._directory()
+            place.check_entries()
+            now = time.monotonic()
+            for name in place.record_names():
+                path = os.path.join(self.directory, name)
+                raw = place.read_existing(name, gate_files.MAX_RECORD_BYTES)
+                value = gate_files.parse(raw, path) if raw is not None else None
+                if value is not None and value["boot"] == self._boot:
+                    gate_files.host_record(value, now, path)
+        except gate_files.Unsafe as exc:
+            raise GateUnavailable(str(exc)) from None
         except OSError as exc:
-            raise GateUnavailable(f"cannot create the local gate {self.directory}: {exc.strerror or exc}") from None
-        with self._record(".check"):
+            raise GateUnavailable(f"cannot use the local gate {self.directory}: {exc.strerror or exc}") from None
+        with self._directory_record():
             pass
 
     def acquire(self, host: str, interval: float, ttl: float) -> Lease | float:
-        with self._record(host) as record:
+        with self._record(host, interval) as record:
             now = time.monotonic()
             live = self._live_leases(record, now)
             gap = self._gap(record, interval)
@@ -323,23 +438,27 @@ class LocalGate:
             with self._serial_lock:
                 self._serial += 1
                 lease_id = f"{self._pid}-{self._serial}"
+            ttl = min(max(float(ttl), 0.0), gate_files.MAX_LEASE_SECONDS)
             live[lease_id] = {"pid": self._pid, "start": self._start, "expires": now + ttl, "sent": False}
+            self._note_mine(host, lease_id, live[lease_id])
             record["last_start"] = now
             record["next_start"] = max(record.get("next_start", -1e18), now + gap)
             return Lease(host, lease_id, interval)
 
     def sent(self, lease: Lease) -> None:
-        with self._record(lease.host) as record:
+        with self._record(lease.host, lease.gap) as record:
             now = time.monotonic()
             held = record.get("leases", {}).get(lease.lease_id)
             if held is not None:
                 held["sent"] = True
+                self._note_mine(lease.host, lease.lease_id, held)
             if held is not None and now > record.get("last_start", -1e18):
                 record["last_start"] = now
                 record["next_start"] = max(record.get("next_start", -1e18), now + self._gap(record, lease.gap))
 
     def release(self, lease: Lease, retry_after: float | None = None) -> None:
-        with self._record(lease.host) as record:
+        self._note_mine(lease.host, lease.lease_id, None)
+        with self._record(lease.host, lease.gap) as record:
             now = time.monotonic()
             record.get("leases", {}).pop(lease.lease_id, None)
             if retry_after is not None and retry_after > 0:
@@ -358,7 +477,10 @@ class LocalGate:
         yield
 
     def close(self) -> None:
-        pass
+        with self._serial_lock:
+            place, self._place = self._place, None
+        if place is not None:
+            place.close()
 
     # --- holds: who set them, what they are, lifting them (issue 24 point 6) -----------------
     # Read-only where they only read: a record that does not exist is never created, and the
