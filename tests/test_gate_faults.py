@@ -263,6 +263,9 @@ def test_a_gate_that_turns_hostile_mid_run_keeps_what_was_fetched(publisher, tmp
     rows = _ledger(state)
     assert sorted(row["state"] for row in rows) == ["fetched", "fetched", "pending", "pending"]
     assert all(row["failure_code"] == "" for row in rows)
+    status = subprocess.run([sys.executable, "-m", "collection", "status", state, "--json"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert "GATE_UNAVAILABLE" in json.loads(status.stdout)["next"][0]      # status says the gate stopped it
 
 
 @pytest.mark.slow
