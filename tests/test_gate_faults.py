@@ -22,7 +22,7 @@ import time
 
 import pytest
 from dataset_kit import JSON_HEADERS, page_body, source_doc
-from fake_resp import FakeResp, Hostile, array, bulk, integer, lease_reply, wait_reply
+from fake_resp import FakeResp, Hostile, array, bulk, integer, wait_reply
 from loopback import Reply
 
 from collection.fetch.gate import GateUnavailable, Lease
