@@ -220,3 +220,18 @@ def test_key_loss_mid_run_never_brings_two_arrivals_closer_than_the_interval(loo
 
 def _arrivals(loopback) -> list[float]:
     return sorted(r.arrived for r in loopback.requests_for(host=HOST))
+
+
+def test_a_fenced_record_is_not_fenced_again_by_the_process_that_saw_more(fleet):
+    """After the fence the record's start is what the process remembers, so a record reset to
+    an older start costs one interval, not one per acquire."""
+    gates, client = fleet
+    lease = _lease(gates[0])
+    gates[0].sent(lease)
+    gates[0].release(lease)
+    old = f"{time.time() - 3600:.6f}"
+    client.hset(STATE, mapping={"last_start": old, "next_start": old})
+    wait = gates[0].acquire(HOST, 1.0, 30)
+    assert wait >= 1.0 + MARGIN
+    time.sleep(wait)
+    assert isinstance(gates[0].acquire(HOST, 1.0, 30), Lease)

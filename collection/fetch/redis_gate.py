@@ -64,6 +64,7 @@ MAX_LEASE_SECONDS = 120.0 + 30.0 + CLOCK_SLACK_SECONDS
 _PRELUDE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local slack = %(slack)r
 local function bad(what) error({err = 'GATE_RECORD ' .. what}) end
 for i, key in ipairs(KEYS) do
   local want = (i == 1) and 'hash' or 'zset'
@@ -113,7 +114,9 @@ _ACQUIRE = _PRELUDE + """
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local gap = math.max(tonumber(ARGV[2]), cd) + tonumber(ARGV[3])
-if not known or last < tonumber(ARGV[8]) then
+local seen = tonumber(ARGV[8])
+if seen > now + slack then seen = 0 end     -- the server's clock went back: the fence alone decides
+if not known or last < seen then
   last = now
   nxt = math.max(nxt, now + gap)
   redis.call('HSET', KEYS[1], 'last_start', fmt(last), 'next_start', fmt(nxt))
@@ -343,8 +346,9 @@ class RedisGate:
                                  IDLE_EXPIRE_SECONDS, _FULL_POLL_SECONDS, f"{self._seen.get(host, 0.0):.6f}"])
         if not isinstance(reply, list) or len(reply) != 3 or type(reply[0]) is not int or reply[0] not in (0, 1):
             raise self._bad("acquire", f"{_kind(reply)}, not [0 or 1, wait, last start]")
-        last = self._number("acquire (last start)", reply[2], 0.0, math.inf)
-        self._seen[host] = max(self._seen.get(host, 0.0), last)
+        # The script fenced any record older than what this process had seen, so the record's
+        # start is the one to remember now (a later fence after a clock step starts from it).
+        self._seen[host] = self._number("acquire (last start)", reply[2], 0.0, math.inf)
         if reply[0] == 1:
             if reply[1] != b"":
                 raise self._bad("acquire", "a lease together with a wait")
