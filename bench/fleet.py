@@ -100,6 +100,14 @@ def fleet(gate: str, processes: int, per_origin: int, work: str) -> dict:
 
 def gate_cost(gate, rounds: int) -> float:
     gate.check()
+    for n in range(rounds):
+        # the Redis gate fences an origin it has no record of (one interval's wait, docs/politeness.md):
+        # meet every fence first, so the rounds below time a grant, not a fence
+        answer = gate.acquire(f"h{n}.example.com", 1.0, 30)
+        if isinstance(answer, Lease):
+            gate.sent(answer)
+            gate.release(answer)
+    time.sleep(1.1)
     times = []
     for n in range(rounds):
         t0 = time.perf_counter()

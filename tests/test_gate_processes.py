@@ -139,13 +139,19 @@ def test_a_process_killed_while_holding_both_slots_does_not_block_the_next(loopb
 
 
 @pytest.mark.slow
-def test_redis_stopped_mid_run_refuses_and_keeps_the_previous_generation(loopback, tmp_path, redis_server):
+def test_redis_stopped_mid_run_refuses_and_keeps_the_pages_fetched(loopback, tmp_path, redis_server):
+    """Issue 24 point 2 (changed from "keeps the previous generation", as the issue asks: the
+    previous generation stays current unless pages were really fetched). The pages fetched
+    before Redis went away were fetched politely, so they are written; the others stay pending,
+    nothing is a page failure, the record names the gate fault, and the run exits 1
+    GATE_UNAVAILABLE with the requests it made. Nothing fetched: tests/test_gate_faults.py."""
     loopback.route("/robots.txt", Reply(404, PLAIN, b""), host="a.example.com")
     loopback.route("*", Reply(handler=InFlight(0.05)), host="a.example.com")
     state = str(tmp_path / "state")
     urls = [f"https://a.example.com/p/{n}" for n in range(8)]
     code, first = _finish(_start(loopback, tmp_path, "council", urls[:1], "--gate", "none", state=state))
     assert code == 0 and first["generation"] == "000001"
+    before = len(loopback.requests_for(host="a.example.com"))
     run = _start(loopback, tmp_path, "council", urls, "--gate", redis_server.url, state=state)
     deadline = time.monotonic() + 20
     while len(loopback.requests_for(host="a.example.com")) < 5:
@@ -154,8 +160,14 @@ def test_redis_stopped_mid_run_refuses_and_keeps_the_previous_generation(loopbac
     redis_server.stop()
     code, refused = _finish(run)
     assert code == 1 and refused["code"] == "GATE_UNAVAILABLE"
+    made = len(loopback.requests_for(host="a.example.com")) - before
+    assert refused["requests"]["total"] + refused["requests"]["robots"] == made
+    record = refused["record"]
+    assert record["gate_failure"]["code"] == "GATE_UNAVAILABLE" and record["generation"] == "000002"
+    assert record["coverage"]["fetched_this_run"] == made - 1 and record["coverage"]["failed_this_run"] == 0
+    assert record["coverage"]["pending"] == 7 - (made - 1)          # p/0 was fetched by the first run
     with open(os.path.join(state, "current", "run.json"), "rb") as handle:
-        assert json.loads(handle.read())["generation"] == "000001"   # nothing lost, nothing half-written
+        assert json.loads(handle.read())["generation"] == "000002"
 
 
 def test_an_unreachable_gate_refuses_before_any_request(loopback, tmp_path):

@@ -233,6 +233,9 @@ def _exercise(gate) -> None:
     host = f"h{uuid.uuid4().hex[:8]}.example.com"          # a fresh origin: no gap from an earlier call
     gate.check()
     lease = gate.acquire(host, 1, 30)
+    if isinstance(lease, float):        # the fleet gate fences an origin it has no record of (issue 24 point 3)
+        time.sleep(lease)
+        lease = gate.acquire(host, 1, 30)
     assert not isinstance(lease, float)
     gate.sent(lease)
     gate.release(lease, retry_after=0.001)

@@ -268,8 +268,12 @@ def command(recipe, state_dir, resync, plan_path, deadline, as_json, ca_bundle, 
                        + f"{refusal.code}: {refusal.message} [{refusal.rule}]"
                        + (f" at {refusal.pointer}" if refusal.pointer else ""), err=True)
         if as_json:
-            click.echo(ordered_json({"refused": True, "code": refusals[0].code,
-                                     "refusals": [r.to_json() for r in refusals]}))
+            shown = {"refused": True, "code": refusals[0].code, "refusals": [r.to_json() for r in refusals]}
+            if getattr(exc, "requests", None) is not None:
+                # GATE_UNAVAILABLE mid-run: the requests made, and the generation written if any
+                shown["requests"] = exc.requests
+                shown["record"] = exc.record
+            click.echo(ordered_json(shown))
         metrics.refused()
         sys.exit(1)
     metrics.source(result)

@@ -69,8 +69,9 @@ def summarise(directory: str) -> dict | None:
         "failed_pages": sorted(failed_pages, key=lambda e: (e["since"] or "", e["page_id"])),
         "corrections": record["corrections"],
         "discovery_warning": record.get("discovery", {}).get("warning"),
-        "next": advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"),
-                       held=sorted(record.get("held_until") or {}))
+        "next": gate_advice(record)
+        + advice(cov, record["truncated"], states, by_code, record.get("discovery", {}).get("warning"),
+                 held=sorted(record.get("held_until") or {}))
         + robots_advice(record),
     }
 
@@ -232,6 +233,16 @@ def _dataset_page_lines(state: str, entry: dict) -> list[str]:
         return []
     return failure_lines.page_lines(summary["failed_pages"], os.path.join(state, entry["name"], "current"),
                                     source=entry["name"], indent="    ")
+
+
+def gate_advice(record: dict) -> list[str]:
+    """Issue 24 point 2: the last run was stopped by a gate fault after it fetched pages (the
+    generation kept them); its pending pages wait for the gate, not for the publisher."""
+    fault = record.get("gate_failure")
+    if not isinstance(fault, dict) or not isinstance(fault.get("message"), str):
+        return []
+    return [f"the last run was stopped by the politeness gate (GATE_UNAVAILABLE: {fault['message'][:300]}); "
+            "the pages it fetched are kept: make the gate work, then run again for the pending ones"]
 
 
 def robots_advice(record: dict) -> list[str]:

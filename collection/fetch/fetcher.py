@@ -304,9 +304,14 @@ class Fetcher:
             outcome = _failed(spec.url, fail.code, fail.detail, status=fail.status)
         except Exception as exc:  # noqa: BLE001 - one page's surprise must not kill its worker
             # Whatever went wrong is this page's failure (retried next run, counted in the
-            # run record), never a dead worker thread and a page left pending for ever.
+            # run record), never a dead worker thread and a page left pending for ever —
+            # unless the gate failed on the way: then the page is not the publisher's fault
+            # and stays pending (issue 24 point 2).
             tally.release_all()
-            outcome = _failed(spec.url, "internal_error", f"{type(exc).__name__}: {exc}")
+            if self.pacer.failed is not None:
+                outcome = FetchOutcome(spec.url, STOPPED, stopped_by=GATE_UNAVAILABLE, detail="stopped: gate fault")
+            else:
+                outcome = _failed(spec.url, "internal_error", f"{type(exc).__name__}: {exc}")
         at = tally.completed_at if tally.completed_at is not None else self.clock.wall()
         return _with_tally(outcome, tally, at)
 
@@ -331,6 +336,10 @@ class Fetcher:
                     raise                  # a ceiling, not robots.txt's answer: asked again later
                 except Exception:  # noqa: BLE001 - robots.txt that cannot be read: disallow all (D-58)
                     robots_tally.release_all()
+                    if self.pacer.failed is not None:
+                        # the gate failed, not robots.txt: no verdict for this origin, and
+                        # none of its pages is refused in the publisher's name
+                        raise _Stop(GATE_UNAVAILABLE) from None
                     from collection.fetch import robots as R
                     entry.rules = R.DISALLOW_ALL
                 entry.completed_at = robots_tally.completed_at
@@ -558,9 +567,8 @@ class Fetcher:
                     if self.budget.deadline_passed(now):
                         self.budget.record_stop(B.DEADLINE)
                         raise _Stop(B.DEADLINE)
-                    if pacer.gate_failure is not None:
-                        self.budget.record_stop(GATE_UNAVAILABLE)
-                        raise _Stop(GATE_UNAVAILABLE)
+                    if pacer.failed is not None:
+                        raise _Stop(GATE_UNAVAILABLE)     # not a budget: the run loop reads pacer.failed
                     if host in pacer.holds.ended:
                         self.held_hosts.add(host)          # its work ended for a hold this run
                         raise _Stop(HELD)
@@ -582,7 +590,6 @@ class Fetcher:
                                 granted = pacer.gate_acquire(host, self.interval or self.politeness.min_interval,
                                                              self.request_timeout + LEASE_MARGIN_SECONDS)
                             except GateUnavailable:
-                                self.budget.record_stop(GATE_UNAVAILABLE)
                                 raise _Stop(GATE_UNAVAILABLE) from None
                             if isinstance(granted, Lease):
                                 lease = granted
@@ -673,11 +680,9 @@ class Fetcher:
         hold = None
         if pacer.gate is not None:
             try:
-                hold = pacer.gate.hold(host)
-            except GateUnavailable as exc:
-                pacer.gate_failure = pacer.gate_failure or str(exc)
-                self.budget.record_stop(GATE_UNAVAILABLE)
-                raise _Stop(GATE_UNAVAILABLE) from None
+                hold = pacer.gate_ask("hold", host)
+            except GateUnavailable:
+                raise _Stop(GATE_UNAVAILABLE) from None     # not a budget: the run loop reads pacer.failed
         if hold is None:
             last, nxt, not_before, crawl = self.politeness.hold_state(host)
             hold = hold_of(host, now=now, wall=self.clock.wall(), last_start=last, next_start=nxt,

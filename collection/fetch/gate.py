@@ -30,8 +30,9 @@ the response that set it (`mark_hold`); `hold`, `show` and `clear` (at the end o
 class) read and lift them for the fetcher, `collection status` and `collection gate`.
 
 A gate that cannot be reached raises `GateUnavailable`: before the first request that is the
-run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses and writes
-nothing. There is never a silent fallback to a looser gate.
+run-level refusal GATE_UNAVAILABLE; mid-run it stops the run, which then refuses (keeping the
+pages it had fetched, docs/running-many-sources.md). There is never a silent fallback to a
+looser gate.
 """
 
 from __future__ import annotations

@@ -10,14 +10,18 @@ that breaks ties by enrolment, cannot starve another source of a host they share
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 
 from collection.fetch.gate import Gate, GateUnavailable, Lease
 from collection.fetch.holds import HoldBook
 from collection.fetch.politeness import Politeness
+from collection.fetch.redis_gate import MAX_WAIT_SECONDS, MIN_WAIT_SECONDS
 
-GATE_UNAVAILABLE = "gate_unavailable"      # the stop a fetch reports when the shared gate failed
+# The stop a fetch reports when the shared gate failed. It is not a budget (never given to
+# Budget.record_stop or the planner): the run loop reads `Pacer.failed` instead.
+GATE_UNAVAILABLE = "gate_unavailable"
 
 
 class Pacer:
@@ -64,12 +68,47 @@ class Pacer:
                 queue.remove(token)
 
     # --- the shared gate: every call under `lock`, failures remembered --------------------
+    # Whatever a gate backend does wrong — unreachable, a reply of the wrong shape, a wait
+    # that is not a finite number within MAX_WAIT_SECONDS, even an exception nobody planned
+    # for — is a fault of the gate (GateUnavailable, issue 24 point 2), never a page's
+    # failure or a worker thread's traceback.
+    @property
+    def failed(self) -> str | None:
+        """The first gate fault of this run (a lost source lock included), or None."""
+        if self.gate_failure is None and self.gate is not None:
+            fault = getattr(self.gate, "fault", None)
+            if fault:
+                self.gate_failure = str(fault)
+        return self.gate_failure
+
+    def _fault(self, exc: Exception) -> GateUnavailable:
+        if not isinstance(exc, GateUnavailable):
+            exc = GateUnavailable(f"the gate {getattr(self.gate, 'description', 'backend')} failed: "
+                                  f"{type(exc).__name__}")
+        self.gate_failure = self.gate_failure or str(exc)
+        return exc
+
     def gate_acquire(self, host: str, interval: float, ttl: float) -> Lease | float:
         try:
-            return self.gate.acquire(host, interval, ttl)
-        except GateUnavailable as exc:
-            self.gate_failure = self.gate_failure or str(exc)
-            raise
+            answer = self.gate.acquire(host, interval, ttl)
+        except Exception as exc:  # noqa: BLE001 - see above
+            raise self._fault(exc) from None
+        if isinstance(answer, Lease):
+            return answer
+        if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer) \
+                or not 0 <= answer <= MAX_WAIT_SECONDS:
+            raise self._fault(GateUnavailable(
+                f"the gate {getattr(self.gate, 'description', 'backend')} asked for a wait that is not a number "
+                f"of seconds from 0 to {MAX_WAIT_SECONDS:g} ({type(answer).__name__})"))
+        return max(float(answer), MIN_WAIT_SECONDS)      # never a spin on a gate answering 0
+
+    def gate_ask(self, method: str, *args):
+        """A question whose answer steers the run (the hold behind a wait): a failure is the
+        run's gate fault, raised as GateUnavailable."""
+        try:
+            return getattr(self.gate, method)(*args)
+        except Exception as exc:  # noqa: BLE001 - see above
+            raise self._fault(exc) from None
 
     def gate_quietly(self, method: str, *args) -> None:
         """sent / release / set_crawl_delay: a failure stops the run (it refuses at the end)
@@ -78,5 +117,5 @@ class Pacer:
             return
         try:
             getattr(self.gate, method)(*args)
-        except GateUnavailable as exc:
-            self.gate_failure = self.gate_failure or str(exc)
+        except Exception as exc:  # noqa: BLE001 - see above
+            self._fault(exc)

@@ -205,6 +205,8 @@ def execute_dataset(data: bytes, settings: DatasetSettings, shell: Shell, *, log
             outcome = {"status": RAN, "code": None, "refusals": [], "record": record}
         except RefusedError as exc:
             outcome = _refused(exc.refusals)
+            # GATE_UNAVAILABLE after pages were fetched: refused, and its generation written
+            outcome["record"] = getattr(exc, "record", None)
         except StateLocked as exc:
             outcome = _refused([exc.to_refusal()])
         except (RunUsageError, OSError) as exc:

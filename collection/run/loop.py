@@ -123,13 +123,45 @@ class SharedRun:
     dataset: str | None = None
 
 
-def gate_refusal(exc: GateUnavailable, gate) -> RefusedError:
+class GateFault(RefusedError):
+    """GATE_UNAVAILABLE once the run had begun (issue 24 point 2): `requests` the requests made
+    before the fault (the run record's shape), `record` the run record of the generation written
+    with the pages fetched before it (None: nothing was fetched, nothing was written)."""
+
+    def __init__(self, refusal: Refusal, requests: dict, record: dict | None = None):
+        super().__init__(refusal)
+        self.requests = requests
+        self.record = record
+
+
+def _request_counts(counts: B.Counts) -> dict:
+    return {"listing": counts.listing, "page": counts.page, "redirect": counts.redirect, "retry": counts.retry,
+            "range": counts.range, "robots": counts.robots, "total": counts.charged}
+
+
+def gate_refusal(exc: GateUnavailable | str, gate, counts: B.Counts | None = None,
+                 record: dict | None = None) -> RefusedError:
+    """GATE_UNAVAILABLE. Before the first request (`counts` None) nothing was requested; once
+    the run had begun the message says how many requests were made and whether a generation
+    was written (`record`: the pages fetched before the fault were)."""
     # scrub: the gate's text and the error's may come from outside (issue 24 point 1)
     where = getattr(gate, "description", None) or redact_url(str(gate))
-    return RefusedError(Refusal(
-        "GATE_UNAVAILABLE", "", scrub(f"the politeness gate {where} cannot be used: {exc}; "
-                                      "nothing was requested and the previous generation is unchanged"),
-        "the promise to an origin holds across runs"))
+    text = f"the politeness gate {where} cannot be used: {exc}"
+    rule = "the promise to an origin holds across runs"
+    if counts is None:
+        return RefusedError(Refusal("GATE_UNAVAILABLE", "", scrub(text + "; nothing was requested and the previous "
+                                                                  "generation is unchanged"), rule))
+    made = counts.charged + counts.robots
+    text += (f"; {made} request{' was' if made == 1 else 's were'} made before it failed ({counts.listing} listing, "
+             f"{counts.page} page, {counts.robots} robots.txt)")
+    if record is None:
+        text += "; no page was fetched, so nothing was written and the previous generation is unchanged"
+    else:
+        cov = record["coverage"]
+        text += (f"; generation {record['generation']} was written with the {cov['fetched_this_run']} pages fetched "
+                 f"and {cov['failed_this_run']} failed before the fault, {cov['pending']} pages stay pending; "
+                 "run again once the gate works")
+    return GateFault(Refusal("GATE_UNAVAILABLE", "", scrub(text), rule), _request_counts(counts), record)
 
 
 def source_held_refusal(exc: SourceHeld) -> RefusedError:
@@ -374,6 +406,8 @@ class _Dispatcher:
         while True:
             with self.lock:
                 now = self.clock.monotonic()
+                if self.fetcher.pacer.failed is not None:
+                    self.stopped = True        # the gate failed: the pages not taken stay pending
                 exhausted = self._exhausted(now)
                 if exhausted is not None and not self.stopped:
                     self.stopped = True
@@ -448,16 +482,25 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
     rather than starting one more thread and waiting for it. On a virtual clock it is a
     participant, so it waits for the others in `sleep_until`, the only place a participant
     may block."""
+    died: list[BaseException] = []
+
     def work(participant) -> None:
-        with participant if participant is not None else nullcontext():
-            while (choice := dispatcher.take()) is not None:
-                result = _fetch_page(choice, fetcher, pin, accepted, clock, log, dispatcher.bodies)
-                dispatcher.report(choice, result)
-                if progress is not None:
-                    progress.tick()
-                log("page", page_id=choice.page_id, why=choice.why,
-                    outcome=result.outcome if result else "stopped",
-                    code=result.failure_code if result else fetcher.budget.exhausted)
+        try:
+            with participant if participant is not None else nullcontext():
+                while (choice := dispatcher.take()) is not None:
+                    result = _fetch_page(choice, fetcher, pin, accepted, clock, log, dispatcher.bodies)
+                    dispatcher.report(choice, result)
+                    if progress is not None:
+                        progress.tick()
+                    log("page", page_id=choice.page_id, why=choice.why,
+                        outcome=result.outcome if result else "stopped",
+                        code=result.failure_code if result else fetcher.budget.exhausted)
+        except BaseException as exc:  # noqa: BLE001 - never a traceback from a worker thread
+            # The calling thread raises it once every worker has ended (INTERNAL_ERROR, or
+            # the refusal it is), and the others stop taking work meanwhile.
+            with dispatcher.lock:
+                dispatcher.stopped = True
+                died.append(exc)
 
     # Every participant is enrolled before any starts: a virtual clock that takes turns
     # must know all of them before it hands out the first (fetch/clock.py).
@@ -478,6 +521,8 @@ def _run_workers(dispatcher: _Dispatcher, count: int, fetcher: Fetcher, pin: Pin
             thread.join(timeout=0.5)
             if progress is not None:
                 progress.tick()
+    if died:
+        raise died[0]
 
 
 def _per_host(source: Source) -> int:
@@ -603,6 +648,10 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             except DiscoveryShapeError as exc:
                 raise RefusedError(Refusal(exc.code, "/collection/discovery/records/pointer",
                                            f"{exc.url}: {exc.message} (at {exc.pointer})", "REF-07, D-13")) from None
+            if pacer.failed is not None:
+                # the gate failed during discovery: no page was fetched; nothing is written and
+                # no listing failure is blamed on the publisher
+                raise gate_refusal(pacer.failed, shell.gate, budget.counts())
             if (discovery.failure is not None and not predecessor.ledger and not discovery.pages
                     and source.collection.discovery.kind != EXPLICIT):
                 # REF-03, REF-04: nothing to continue from; write nothing
@@ -627,10 +676,11 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                          inline=shared is not None)
             if progress is not None:
                 progress.done()
-            if pacer.gate_failure is not None:
-                # The gate failed mid-run: what this run fetched cannot be shown to have been
-                # fetched politely, so nothing is written and `current` stays as it was.
-                raise gate_refusal(GateUnavailable(pacer.gate_failure), shell.gate)
+            gate_failure = pacer.failed
+            if gate_failure is not None and not dispatcher.results:
+                # The gate failed before any page was fetched: nothing is written, `current`
+                # stays as it was (docs/running-many-sources.md, "When the gate is down").
+                raise gate_refusal(gate_failure, shell.gate, budget.counts())
             # D-21: the planner names the ceiling it stopped on; a ceiling the fetcher met
             # (requests, bytes, deadline) counts only when it left work undone
             undone = dispatcher.left_undone or not discovery.complete
@@ -645,7 +695,7 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
                 leave_clock()
             steps = _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget,
                                       budget_exhausted, run_number, resync, started_at, started_mono, wall_start,
-                                      ended, clock, shell, discovery, early)
+                                      ended, clock, shell, discovery, early, gate_failure)
             if committer is not None:
                 record = committer.write(steps)     # it has left the virtual clock: it may block
             else:
@@ -655,6 +705,14 @@ def _run_locked(source, settings, shell, shared, log, progress_factory, wall_sta
             close = getattr(transport, "close", None)
             if close is not None and shared is None:
                 close()
+    if gate_failure is not None:
+        # Decided (issue 24 point 2): the pages fetched before the gate failed were fetched
+        # politely (every start up to the fault was granted by the gate and the process's
+        # own scheduler), so they are kept rather than fetched again; the pages not reached
+        # stay pending. The run still exits 1 with GATE_UNAVAILABLE, so cron sees it.
+        log("run_finished", complete=record["coverage"]["complete"], generation=record["generation"],
+            gate_failure=gate_failure)
+        raise gate_refusal(gate_failure, shell.gate, budget.counts(), record)
     log("run_finished", complete=record["coverage"]["complete"], generation=record["generation"])
     return record
 
@@ -684,7 +742,8 @@ def _hold_notice(log, warn, drawn: list):
 
 def _generation_steps(store, predecessor, prepared, dispatcher, columns, source, budget, budget_exhausted,
                       run_number, resync, started_at, started_mono, wall_start, ended, clock, shell,
-                      discovery, early: Early | None = None) -> Generator[str, None, dict]:
+                      discovery, early: Early | None = None,
+                      gate_failure: str | None = None) -> Generator[str, None, dict]:
     """Write the run's generation and make it current, as steps (StateStore.commit_steps):
     yields each directory that must be on the disk before it goes on; returns the record.
     `early`: the generation the committer began while the source fetched."""
@@ -756,6 +815,8 @@ def _generation_steps(store, predecessor, prepared, dispatcher, columns, source,
             # issue 24 point 6: origins whose work a hold ended; their pages stay pending
             ended = dispatcher.fetcher.pacer.holds.ended
             record["held_until"] = {f"https://{host}": utc(ended[host].until) for host in held if host in ended}
+        if gate_failure is not None:
+            record["gate_failure"] = {"code": "GATE_UNAVAILABLE", "message": gate_failure}
         generation.write_bytes(RUN_RECORD, (ordered_json(record) + "\n").encode("utf-8"))
         yield from store.commit_steps(generation)
     except BaseException:
