@@ -294,10 +294,11 @@ class _Metrics:
     def _write(self, samples) -> None:
         if self.path is None:
             return
-        from collection.run.metrics import render, write_atomically
+        from collection.run.metrics import render
+        from collection.store.generations import write_atomically
 
         try:
-            write_atomically(self.path, render(samples))
+            write_atomically(self.path, render(samples).encode("utf-8"))
         except OSError as exc:
             click.echo(f"collection run: cannot write --metrics-file {self.path}: {exc.strerror or exc} "
                        "(the run itself is as reported)", err=True)

@@ -136,22 +136,3 @@ def render(samples: Iterable[tuple[str, dict, object]]) -> str:
             inside = ",".join(f'{key}="{escape_label(str(v))}"' for key, v in sorted(labels.items()))
             lines.append(f"{name}{{{inside}}} {_number(value)}" if inside else f"{name} {_number(value)}")
     return "\n".join(lines) + "\n"
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Temp file in PATH's directory, fsync, rename: a reader sees the old file or the new one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
