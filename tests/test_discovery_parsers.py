@@ -160,7 +160,7 @@ REFUSED_XML = [
     b"   ",
     b"<urlset><url>",                                                                           # truncated
     b"not xml",
-    gzip.compress(b"<urlset/>")[:-6],                                                           # broken gzip
+    gzip.compress(b"<urlset/>", mtime=0)[:-6],                                                     # broken gzip
 ]
 
 
