@@ -575,3 +575,30 @@ def test_two_jobs_of_one_source_of_one_dataset_still_exclude_each_other(loopback
     assert f"pid {first.pid}" in source["refusals"][0]["message"]
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
+
+
+def test_gate_show_and_clear_reach_a_tls_gate_with_its_ca_bundle_and_never_show_the_password(redis_tls):
+    """Issue 24 points 1 and 6: `collection gate show|clear --gate rediss://… --gate-ca-bundle`
+    read and lift a hold on a real TLS Redis; the password is in no line they print."""
+    url = redis_tls.url_with(f"alice:{PW_ENC}")
+    gate = parse_gate(url, 0.0, ca_bundle=redis_tls.ca_path)
+    lease = gate.acquire("held.example.com", 1.0, 30)
+    while not hasattr(lease, "lease_id"):               # the fence on a fresh origin (point 3)
+        time.sleep(lease)
+        lease = gate.acquire("held.example.com", 1.0, 30)
+    gate.sent(lease)
+    gate.release(lease, 600)
+    gate.close()
+    shown = subprocess.run([sys.executable, "-m", "collection", "gate", "show", "--json", "--gate", url,
+                            "--gate-ca-bundle", redis_tls.ca_path], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    [row] = [r for r in json.loads(shown.stdout)["origins"] if r["origin"] == "https://held.example.com"]
+    assert row["hold"] is not None
+    cleared = subprocess.run([sys.executable, "-m", "collection", "gate", "clear", "held.example.com", "--gate", url,
+                              "--gate-ca-bundle", redis_tls.ca_path], capture_output=True, text=True, timeout=60)
+    assert cleared.returncode == 0, cleared.stderr
+    refused = subprocess.run([sys.executable, "-m", "collection", "gate", "show", "--gate", url],
+                             capture_output=True, text=True, timeout=60)      # no CA: the system's do not know it
+    assert refused.returncode == 1 and "GATE_UNAVAILABLE" in refused.stderr
+    for out in (shown, cleared, refused):
+        _absent(out.stdout + out.stderr, PW)

@@ -31,14 +31,14 @@ def _usage(message: str) -> None:
     sys.exit(2)
 
 
-def open_gate(value: str | None):
+def open_gate(value: str | None, ca_bundle: str | None = None):
     """The gate `--gate` (or COLLECTION_GATE) names, for reading or clearing; usage error for
     `none` (there is no shared state to show) or a value `run` would not take."""
     from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
     from collection.fetch.gate import GATE_ENV, GateUnavailable, parse_gate
 
     try:
-        gate = parse_gate(value or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS)
+        gate = parse_gate(value or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS, ca_bundle=ca_bundle)
     except ValueError as exc:
         _usage(str(exc))
     except GateUnavailable as exc:
@@ -49,8 +49,11 @@ def open_gate(value: str | None):
 
 
 def _unavailable(exc, gate) -> None:
-    click.echo(f"GATE_UNAVAILABLE: the politeness gate {getattr(gate, 'description', gate)} cannot be used: {exc}",
-               err=True)
+    from collection.redact import redact_url, scrub
+
+    # `gate` may still be the raw --gate value: shown only through the redaction rule
+    shown = getattr(gate, "description", None) or redact_url(str(gate))
+    click.echo(scrub(f"GATE_UNAVAILABLE: the politeness gate {shown} cannot be used: {exc}"), err=True)
     sys.exit(1)
 
 
@@ -108,12 +111,14 @@ def command() -> None:
 @command.command("show", epilog=examples("collection gate show", "collection gate show --gate local:/srv/gate --json"))
 @click.option("--gate", "gate_value", default=None, metavar="GATE", help=_GATE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the origins as JSON.")
-def show(gate_value: str | None, as_json: bool) -> None:
+@click.option("--gate-ca-bundle", "gate_ca_bundle", default=None, metavar="FILE",
+              help="The CA certificates of a rediss:// gate (as `run --gate-ca-bundle`).")
+def show(gate_value: str | None, as_json: bool, gate_ca_bundle: str | None) -> None:
     """List every origin the gate knows: last start, gap, crawl delay, hold and who set it, leases."""
     from collection.canonical import ordered_json
     from collection.fetch.gate import GateUnavailable
 
-    gate = open_gate(gate_value)
+    gate = open_gate(gate_value, gate_ca_bundle)
     try:
         rows = gate.show()
     except GateUnavailable as exc:
@@ -134,7 +139,9 @@ def show(gate_value: str | None, as_json: bool) -> None:
 @click.argument("origin")
 @click.option("--gate", "gate_value", default=None, metavar="GATE", help=_GATE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print what was lifted as JSON.")
-def clear(origin: str, gate_value: str | None, as_json: bool) -> None:
+@click.option("--gate-ca-bundle", "gate_ca_bundle", default=None, metavar="FILE",
+              help="The CA certificates of a rediss:// gate (as `run --gate-ca-bundle`).")
+def clear(origin: str, gate_value: str | None, as_json: bool, gate_ca_bundle: str | None) -> None:
     """Lift ORIGIN's Retry-After hold and Crawl-delay (the gap and requests in flight stay); recorded."""
     from collection.canonical import ordered_json
     import socket
@@ -144,7 +151,7 @@ def clear(origin: str, gate_value: str | None, as_json: bool) -> None:
     from collection.fetch.holds import utc
 
     host = origin_host(origin)
-    gate = open_gate(gate_value)
+    gate = open_gate(gate_value, gate_ca_bundle)
     by = f"{_user()} on {socket.gethostname()}"
     try:
         lifted = gate.clear(host, by)

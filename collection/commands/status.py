@@ -273,14 +273,15 @@ def origin_hosts(directory: str) -> set[str]:
     return hosts
 
 
-def gate_holds(hosts: set[str], gate_value: str | None) -> tuple[list | None, str | None]:
+def gate_holds(hosts: set[str], gate_value: str | None,
+               ca_bundle: str | None = None) -> tuple[list | None, str | None]:
     """(the holds on `hosts` now, None) read from the gate `--gate` names (the local gate by
     default, as `run`), or (None, why not). Only reads: `hold` never creates or changes a record."""
     from collection.fetch.fetcher import ARRIVAL_MARGIN_SECONDS
     from collection.fetch.gate import GATE_ENV, GateUnavailable, parse_gate
 
     try:
-        gate = parse_gate(gate_value or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS)
+        gate = parse_gate(gate_value or os.environ.get(GATE_ENV), ARRIVAL_MARGIN_SECONDS, ca_bundle=ca_bundle)
     except (ValueError, GateUnavailable) as exc:
         return None, str(exc)
     if gate is None:
@@ -312,11 +313,14 @@ def _hold_lines(holds: list | None, problem: str | None) -> list[str]:
 @click.option("--gate", "gate_value", default=None, metavar="GATE",
               help="The politeness gate whose holds on these origins to list, as `run --gate` (default: the "
                    "local gate, or COLLECTION_GATE); `none` lists none. Only read.")
-def command(directory: str, as_json: bool, gate_value: str | None) -> None:
+@click.option("--gate-ca-bundle", "gate_ca_bundle", default=None, metavar="FILE",
+              help="The CA certificates of a rediss:// gate (as `run --gate-ca-bundle`).")
+def command(directory: str, as_json: bool, gate_value: str | None, gate_ca_bundle: str | None) -> None:
     """Summarise the state directory DIRECTORY: coverage, pages by state, what to do next."""
     if os.path.lexists(os.path.join(directory, DATASET_RECORD)):
         # a dataset directory, whatever its sources are named (one may be `current`)
-        _print_dataset(_with_holds(_dataset_or_exit(directory), directory, gate_value), directory, as_json)
+        _print_dataset(_with_holds(_dataset_or_exit(directory), directory, gate_value, gate_ca_bundle), directory,
+                       as_json)
     try:
         summary = summarise(directory)
     except (StateDamaged, MergeInvalid) as exc:
@@ -333,14 +337,14 @@ def command(directory: str, as_json: bool, gate_value: str | None) -> None:
     if summary is None and os.path.isdir(directory):
         dataset = _dataset_or_exit(directory)
         if dataset is not None:
-            _print_dataset(_with_holds(dataset, directory, gate_value), directory, as_json)
+            _print_dataset(_with_holds(dataset, directory, gate_value, gate_ca_bundle), directory, as_json)
     if summary is None:
         if as_json:
             click.echo(ordered_json({"state": directory, "generation": None}))
         click.echo(f"{directory}: no generation yet (run `collection run RECIPE --state {directory}`)", err=True)
         sys.exit(1)
     try:
-        holds, problem = gate_holds(origin_hosts(directory), gate_value)
+        holds, problem = gate_holds(origin_hosts(directory), gate_value, gate_ca_bundle)
     except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged) as exc:
         holds, problem = None, str(exc)
     summary["holds"] = [h.to_json() for h in holds] if holds is not None else None
@@ -374,7 +378,7 @@ def _dataset_or_exit(directory: str) -> dict | None:
         sys.exit(2)
 
 
-def _with_holds(dataset: dict, directory: str, gate_value: str | None) -> dict:
+def _with_holds(dataset: dict, directory: str, gate_value: str | None, ca_bundle: str | None = None) -> dict:
     """The dataset summary with the gate's holds on every source's origins."""
     if dataset is None:
         return dataset
@@ -384,7 +388,7 @@ def _with_holds(dataset: dict, directory: str, gate_value: str | None) -> dict:
             hosts |= origin_hosts(os.path.join(directory, entry["name"]))
         except (OSError, ValueError, KeyError, MergeInvalid, StateDamaged):
             pass            # that source's line says what is wrong with it
-    holds, problem = gate_holds(hosts, gate_value)
+    holds, problem = gate_holds(hosts, gate_value, ca_bundle)
     dataset["holds"] = [h.to_json() for h in holds] if holds is not None else None
     dataset["next"] = dataset["next"] + _hold_lines(holds, problem)
     return dataset
