@@ -382,7 +382,7 @@ def test_unknown_coding_is_refused_even_when_the_digest_matches(tmp_path):
 
 
 @pytest.mark.parametrize("coding,data,expected", [
-    ("gzip", gzip.compress(b"x"), True), ("x-gzip", gzip.compress(b"x"), True), ("gzip", b"<!doctype", False),
+    ("gzip", gzip.compress(b"x", mtime=0), True), ("x-gzip", gzip.compress(b"x", mtime=0), True), ("gzip", b"<!doctype", False),
     ("zstd", zstandard.ZstdCompressor().compress(b"x"), True),
     ("zstd", b"\x50\x2a\x4d\x18\x00\x00\x00\x00", True),           # a skippable frame
     ("zstd", b"{\"a\":1}", False),
