@@ -253,12 +253,15 @@ def test_a_dataset_run_killed_at_any_instant_leaves_every_source_old_or_new(tmp_
     state = tmp_path / "state"
     args = [sys.executable, "-m", "collection", "run", recipe, "--state", str(state), "--replay", replay, "--keep", "2"]
     cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    started = time.monotonic()
-    assert subprocess.run(args, cwd=cwd, capture_output=True).returncode == 0
-    span = time.monotonic() - started
+    spans = []
+    for _ in range(2):          # the first run also pays for cold caches: the quicker one is the span
+        started = time.monotonic()
+        assert subprocess.run(args, cwd=cwd, capture_output=True).returncode == 0
+        spans.append(time.monotonic() - started)
+    span = min(spans)
     rng = random.Random(17)
     killed = 0
-    for _ in range(40):
+    for _ in range(80):          # a loaded machine (the suite's other workers) finishes some runs in time
         before = {name: check_state(state / name, ("title", "body")) for name in names}
         child = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
