@@ -34,3 +34,19 @@ def redis_server(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(params=["local", "redis"])
+def gate(request, tmp_path):
+    """Each politeness gate backend in turn: a local gate in a temporary directory and a real
+    redis-server (tests/test_gate.py, tests/test_holds.py)."""
+    from collection.fetch.gate import LocalGate
+    from collection.fetch.redis_gate import RedisGate
+
+    if request.param == "local":
+        made = LocalGate(str(tmp_path / "gate"))
+    else:
+        made = RedisGate(request.getfixturevalue("redis_server").url)
+    made.check()
+    yield made
+    made.close()

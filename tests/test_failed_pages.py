@@ -15,7 +15,7 @@ import shlex
 
 import jsonschema
 from loopback import Reply
-from test_run_kit import JSON_PAGE, Publisher, recipe, run_cli, run_in_process
+from test_run_kit import JSON_PAGE, Publisher, live_run_args as _cli_args, recipe, run_cli, run_in_process
 
 from collection.commands import failure_lines
 from collection.run import failed_pages as FP
@@ -150,13 +150,6 @@ def test_a_hostile_predecessor_record_cannot_steer_the_series():
     escaped = FP.streaks_of({"failures": {"failed_pages": [{**good, "body": "../../../etc/passwd"}]}})
     assert escaped["p"]["body"] is None and escaped["p"]["attempts"] == 3
     assert FP.streaks_of({"failures": {"failed_pages": [good]}})["p"]["body"] == good["body"]
-
-
-def _cli_args(loopback, recipe_path, state, *extra):
-    args = ["run", str(recipe_path), "--state", str(state), "--ca-bundle", loopback.ca_pem_path]
-    for flag in loopback.resolve_flags("www.example.com"):
-        args += ["--resolve", flag]
-    return args + list(extra)
 
 
 def test_summary_and_status_name_the_first_ten_and_json_names_all_with_fitting_advice(loopback, tmp_path):

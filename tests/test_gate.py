@@ -21,17 +21,6 @@ from collection.fetch.redis_gate import RedisGate
 HOST = "a.example.com"
 
 
-@pytest.fixture(params=["local", "redis"])
-def gate(request, tmp_path):
-    if request.param == "local":
-        made = LocalGate(str(tmp_path / "gate"))
-    else:
-        made = RedisGate(request.getfixturevalue("redis_server").url)
-    made.check()
-    yield made
-    made.close()
-
-
 def _lease(gate, host: str, interval: float = 1.0) -> Lease:
     """A lease for `host`, after the fence: the fleet gate makes the first start on an origin it
     has no record of wait one interval (issue 24 point 3), the local gate grants it at once."""

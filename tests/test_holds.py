@@ -24,17 +24,6 @@ HOST = "a.example.com"
 BY = setter(f"https://{HOST}/p/1", 503, time.time(), "test pid 1")
 
 
-@pytest.fixture(params=["local", "redis"])
-def gate(request, tmp_path):
-    if request.param == "local":
-        made = LocalGate(str(tmp_path / "gate"))
-    else:
-        made = RedisGate(request.getfixturevalue("redis_server").url)
-    made.check()
-    yield made
-    made.close()
-
-
 def _lease(gate, host: str = HOST) -> Lease:
     """A lease, after the fence: the fleet gate makes the first start on an origin it has no
     record of wait one interval (issue 24 point 3); the local gate grants it at once."""

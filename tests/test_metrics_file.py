@@ -17,7 +17,7 @@ import pytest
 from dataset_kit import dataset_doc, fixture_for, pages, source_doc
 from loopback import Reply
 from prometheus_client.parser import text_string_to_metric_families
-from test_run_kit import JSON_PAGE, Publisher, recipe, run_cli
+from test_run_kit import JSON_PAGE, Publisher, live_run_args as _cli_args, recipe, run_cli
 
 from collection.run import metrics as M
 
@@ -36,13 +36,6 @@ def _value(families: dict, name: str, **labels) -> float:
 
 def _epoch(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-
-
-def _cli_args(loopback, recipe_path, state, *extra):
-    args = ["run", str(recipe_path), "--state", str(state), "--ca-bundle", loopback.ca_pem_path]
-    for flag in loopback.resolve_flags("www.example.com"):
-        args += ["--resolve", flag]
-    return args + list(extra)
 
 
 def test_a_live_run_writes_its_figures_for_the_textfile_collector(loopback, tmp_path):

@@ -215,3 +215,11 @@ def write_corpus(workdir: str, recipe: bytes, fixture: list) -> tuple[str, str]:
     with open(fixture_path, "w") as handle:
         json.dump(fixture, handle)
     return recipe_path, fixture_path
+
+
+def live_run_args(loopback, recipe_path, state, *extra) -> list[str]:
+    """`collection run RECIPE --state DIR` against the loopback publisher (its CA and resolve map)."""
+    args = ["run", str(recipe_path), "--state", str(state), "--ca-bundle", loopback.ca_pem_path]
+    for flag in loopback.resolve_flags("www.example.com"):
+        args += ["--resolve", flag]
+    return args + list(extra)
