@@ -3,22 +3,29 @@
     python -m conformance check                 lint the suite itself
     python -m conformance clauses [--json]      clauses without a case, and why
     python -m conformance --impl 'COMMAND' [-k PATTERN]... [-j N] [--mode inline|loopback]
-                          [--report FILE] [--junit FILE] [--timeout S] [-x]
+                          [--case ID]... [--report FILE] [--junit FILE] [--timeout S] [-x] [-v]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import signal
 import sys
 import threading
 import time
+import zipfile
 from typing import Sequence
+
+from conformance.needs import MissingDependency, require
+
+DEFAULT_TIMEOUT = 60.0
 
 
 def _check(args) -> int:
+    require("check")
     from conformance.suite import check, load_cases
 
     problems = check()
@@ -84,9 +91,23 @@ def _clauses(args) -> int:
     return 1 if missing and args.strict else 0
 
 
-def rerun_command(impl: str, mode: str, case: str) -> str:
-    """The command that runs just one case again (printed beside each failure)."""
-    return f"python -m conformance --impl {shlex.quote(impl)} --mode {mode} -k {shlex.quote(case)}"
+def invocation() -> list[str]:
+    """How this runner was started, as words a shell runs again from the same directory:
+    the standalone pyz by its path, otherwise this interpreter with `-m conformance`. An
+    absolute interpreter path, because `python` on PATH may be another one (D-76)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and os.path.isfile(argv0) and not argv0.endswith(".py") and zipfile.is_zipfile(argv0):
+        return [sys.executable, os.path.abspath(argv0)]
+    return [sys.executable, "-m", "conformance"]
+
+
+def rerun_command(prog: Sequence[str], impl: str, mode: str, case: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+    """The command that runs just one case again (printed beside each failure). `--case`
+    selects that id alone; `-k` would also take every id containing it (pag-cursor-…)."""
+    words = [*prog, "--impl", impl, "--mode", mode]
+    if timeout != DEFAULT_TIMEOUT:
+        words += ["--timeout", f"{timeout:g}"]
+    return shlex.join([*words, "--case", case])
 
 
 def _terminate_on_signal() -> None:
@@ -108,26 +129,22 @@ def _terminate_on_signal() -> None:
             signal.signal(sig, handler)
 
 
-def _run(args) -> int:
+def _run(args, prog: Sequence[str]) -> int:
     from conformance import report
-    from conformance.runner import ERRORED, FAIL, PASS, SKIPPED, run_suite
+    from conformance.runner import ERRORED, FAIL, NOT_APPLICABLE, PASS, SKIPPED, STATUSES, run_suite
     from conformance.suite import load_cases
     from conformance.runner import select
 
     _terminate_on_signal()
-    if args.mode == "loopback":
-        try:
-            import trustme  # noqa: F401
-        except ImportError:
-            print("loopback mode needs the trustme package (pip install trustme); inline mode does not",
-                  file=sys.stderr)
-            return 2
+    require("run", args.mode)
     log = open(args.harness_log, "a", encoding="utf-8") if args.harness_log else None
-    total = len(select(load_cases(), args.k))
+    patterns = _patterns(args)
+    cases = load_cases()
+    total = len(select(cases, patterns))
     stream = open(args.report, "w", encoding="utf-8") if args.report else None
     if stream is not None:
         report.write_jsonl_header(stream, args.mode, args.impl)
-    counts = {PASS: 0, FAIL: 0, ERRORED: 0, SKIPPED: 0}
+    counts = {s: 0 for s in STATUSES}
     lock = threading.Lock()
     tty = sys.stderr.isatty()
     last = [0.0]
@@ -136,13 +153,17 @@ def _run(args) -> int:
         with lock:
             counts[v.status] += 1
             done = sum(counts.values())
+            if v.status in (FAIL, ERRORED):
+                v.rerun = rerun_command(prog, args.impl, args.mode, v.case, args.timeout)
             if stream is not None:      # streamed as cases finish
                 report.write_jsonl_verdict(stream, v)
             if args.verbose:
-                print(f"{v.status:<8} {v.area}/{v.case}", file=sys.stderr)
+                protocol = f"  [protocol v{v.protocol}]" if v.protocol is not None else ""
+                print(f"{v.status:<14} {v.area}/{v.case}{protocol}", file=sys.stderr)
                 return
             line = (f"[{done}/{total}] pass {counts[PASS]}  fail {counts[FAIL]}  errored {counts[ERRORED]}  "
-                    f"skipped {counts[SKIPPED]}")
+                    f"skipped {counts[SKIPPED]}"
+                    + (f"  not applicable {counts[NOT_APPLICABLE]}" if counts[NOT_APPLICABLE] else ""))
             if tty:
                 print("\r" + line, end="" if done < total else "\n", file=sys.stderr, flush=True)
             elif done == total or time.monotonic() - last[0] >= 5:
@@ -150,7 +171,7 @@ def _run(args) -> int:
                 print(line, file=sys.stderr, flush=True)
 
     try:
-        outcome = run_suite(args.impl, pattern=args.k, jobs=args.j, mode=args.mode, timeout=args.timeout,
+        outcome = run_suite(args.impl, cases=cases, pattern=patterns, jobs=args.j, mode=args.mode, timeout=args.timeout,
                             log=log, on_verdict=progress, stop_on_failure=args.exitfirst)
     finally:
         if stream is not None:
@@ -163,24 +184,32 @@ def _run(args) -> int:
         stream.close()
     if args.junit:
         report.write_junit(outcome, args.junit)
-    report.write_summary(outcome, sys.stdout, selected=bool(args.k))
+    report.write_summary(outcome, sys.stdout, selected=bool(patterns))
     return 0 if outcome.ok else 1
+
+
+def _patterns(args) -> list[str] | None:
+    """-k patterns, and --case ids as globs that match that id alone (no glob character
+    can occur in an id: the schema allows [a-z0-9-] only)."""
+    patterns = list(args.k or []) + [f"[{c[0]}]{c[1:]}" for c in (args.case or []) if c]
+    return patterns or None
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Defaults shown beside each option, and the examples kept as written."""
 
 
-EXAMPLES = """examples:
-  python -m conformance check
-  python -m conformance --impl 'node my_harness.js' --report results.jsonl
-  collection conformance -k merge -j 2
+def _examples(prog: str) -> str:
+    return f"""examples:
+  {prog} check
+  {prog} --impl 'node my_harness.js' --report results.jsonl
+  {prog} --impl 'node my_harness.js' --case merge-ledger-digests -v
 """
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m conformance", description="The collection conformance suite.",
-                                formatter_class=_HelpFormatter, epilog=EXAMPLES)
+def parser(prog: str = "python -m conformance") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="The collection conformance suite.",
+                                formatter_class=_HelpFormatter, epilog=_examples(prog))
     sub = p.add_subparsers(dest="command")
     sub.add_parser("check", help="lint the suite (schema, ids, clauses, exchanges, expectations)")
     c = sub.add_parser("clauses", help="list clauses without a case and the reason")
@@ -192,36 +221,45 @@ def parser() -> argparse.ArgumentParser:
         q.add_argument("--impl", help="the harness command line, e.g. 'node harness.js'")
         q.add_argument("-k", metavar="PATTERN", action="append",
                        help="only cases whose id, area/id or clause contains PATTERN (or matches a glob); repeat to add patterns")
+        q.add_argument("--case", metavar="ID", action="append",
+                       help="exactly the case with this id (what a failure's re-run line uses); repeat to add cases")
         q.add_argument("-j", type=int, default=1, metavar="N", help="N harness processes in parallel")
         q.add_argument("--mode", choices=("inline", "loopback"), default="inline",
                        help="inline: the harness replays each run's exchanges on a virtual clock; loopback: it "
                             "fetches them over TLS from the runner's server on the wall clock")
         q.add_argument("--report", metavar="FILE", help="write JSON lines, one per case as it finishes")
         q.add_argument("--junit", metavar="FILE", help="write JUnit XML")
-        q.add_argument("--timeout", type=float, default=60.0, help="seconds a harness may take per run")
+        q.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds a harness may take per run")
         q.add_argument("--harness-log", metavar="FILE", help="append the harnesses' stderr here")
         q.add_argument("-x", "--exitfirst", action="store_true", help="start no case after the first failure or error")
         q.add_argument("-v", "--verbose", action="store_true", help="one line per case instead of the progress line")
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: Sequence[str] | None = None,
+         usage_prog: str | None = None) -> int:
+    """`prog`: the words that start this runner again (re-run lines; default: how this
+    process was started); `usage_prog`: the name --help shows."""
+    words = list(prog) if prog else invocation()
+    name = usage_prog or ("python -m conformance" if words[1:2] == ["-m"] else os.path.basename(words[-1]))
     try:
-        return _main(argv)
+        return _main(argv, words, name)
+    except MissingDependency as exc:     # the runner's own gap: one line, never the harness's fault
+        print(exc, file=sys.stderr)
+        return 2
     except BrokenPipeError:       # `... | head`: the reader left; say nothing more
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 
-def _main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+def _main(argv: Sequence[str] | None, prog: list[str], name: str) -> int:
+    args = parser(name).parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command == "check":
         return _check(args)
     if args.command == "clauses":
         return _clauses(args)
     if not args.impl:
-        parser().print_usage(sys.stderr)
+        parser(name).print_usage(sys.stderr)
         print("give --impl COMMAND, or a subcommand (check, clauses)", file=sys.stderr)
         return 2
-    return _run(args)
+    return _run(args, prog)

@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from conformance import OPTIONAL_CAPABILITIES, compare
+from conformance import OPTIONAL_CAPABILITIES, compare, failure_detail, needs as runner_needs, versions
 from conformance.protocol import Harness, ProtocolError
 from conformance.suite import Case, load_cases
 
@@ -24,6 +24,10 @@ DEFAULT_WIRE = {"no_credentials": True,
                 "user_agent_pattern": rf"{DEFAULT_TOKEN}-PublicHttps/1\.0 \(\+{DEFAULT_INFO_URL.replace('.', chr(92) + '.')}\)"}
 
 PASS, FAIL, SKIPPED, ERRORED = "pass", "fail", "skipped", "errored"
+# D-75: every member the negotiated protocol can express agreed, but the case also expects
+# members it cannot (v2 ledger facts from a v1 harness): neither pass nor fail.
+NOT_APPLICABLE = "not applicable"
+STATUSES = (PASS, FAIL, ERRORED, SKIPPED, NOT_APPLICABLE)
 
 
 @dataclass
@@ -39,6 +43,13 @@ class Verdict:
     run: int | None = None
     needs: tuple[str, ...] = ()          # capabilities the case needs (the mode's and kind's included)
     applicable: bool = True              # False: the case does not run in this mode at all
+    description: str = ""
+    protocol: int | None = None          # the version the harness answered for this case
+    beyond: list[str] = field(default_factory=list)   # members the protocol cannot express (D-75)
+    needs_protocol: int | None = None    # the version that would express them
+    served: list[dict] = field(default_factory=list)  # the failing run's exchanges, as served
+    facts: dict = field(default_factory=dict)         # the harness's own codes and ledger facts (failing run)
+    rerun: str = ""                       # the command that runs this case alone (failures)
 
     @property
     def optional(self) -> bool:
@@ -53,7 +64,9 @@ class Verdict:
         return {"case": self.case, "area": self.area, "mode": self.mode, "status": self.status,
                 "clauses": list(self.clauses), "run": self.run, "diffs": self.diffs,
                 "message": self.message, "seconds": round(self.seconds, 3), "needs": list(self.needs),
-                "optional": self.optional, "applicable": self.applicable}
+                "optional": self.optional, "applicable": self.applicable, "description": self.description,
+                "protocol": self.protocol, "beyond_protocol": self.beyond, "needs_protocol": self.needs_protocol,
+                "served": self.served, "harness_facts": self.facts, "rerun": self.rerun}
 
 
 @dataclass
@@ -66,9 +79,20 @@ class Outcome:
     impl: str = ""
 
     @property
+    def protocols(self) -> list[int]:
+        """The protocol versions the harness answered (one, unless restarts disagreed)."""
+        return sorted({v.protocol for v in self.verdicts if v.protocol is not None})
+
+    @property
+    def not_applicable(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == NOT_APPLICABLE]
+
+    @property
     def ok(self) -> bool:
-        """Green: no failure, no error, and no required case skipped."""
-        return (bool(self.verdicts) and all(v.status in (PASS, SKIPPED) for v in self.verdicts)
+        """Green: no failure, no error, and no required case skipped. `not applicable` does
+        not make a run red (D-75): the protocol it negotiated is one the suite accepts, and the
+        summary names the cases it could not judge."""
+        return (bool(self.verdicts) and all(v.status in (PASS, SKIPPED, NOT_APPLICABLE) for v in self.verdicts)
                 and not any(v.required_skip for v in self.verdicts))
 
 
@@ -124,17 +148,35 @@ class _Worker:
     def run_case(self, case: Case) -> Verdict:
         began = time.monotonic()
         verdict = Verdict(case.id, case.area, self.mode, PASS, case.clauses, needs=needs(case, self.mode),
-                          applicable=self.mode in case.modes)
+                          applicable=self.mode in case.modes, description=case.data.get("description", ""))
         self.harness.owner = case.id
         try:
             if self.harness.proc is None:
                 self.harness.restart()
+            verdict.protocol = self.harness.version
             self._run(case, verdict)
         except ProtocolError as exc:
             verdict.status, verdict.message = ERRORED, str(exc)
             self._restart(verdict)
+        if verdict.status == PASS:
+            self._judge_protocol(case, verdict)
         verdict.seconds = time.monotonic() - began
         return verdict
+
+    def _judge_protocol(self, case: Case, verdict: Verdict) -> None:
+        """Everything compared agreed; if the case expects members the negotiated protocol
+        cannot carry, it was not judged in full: not applicable, never pass (D-75)."""
+        missing = versions.beyond(case.data, self.harness.version)
+        if not missing:
+            return
+        verdict.status = NOT_APPLICABLE
+        verdict.needs_protocol = max(need for _, _, need in missing)
+        verdict.beyond = [f"run {n}: {member}" for n, member, _ in missing]
+        runs = sorted({n for n, _, _ in missing})
+        verdict.message = (f"protocol v{self.harness.version} cannot express {len(missing)} expected member(s) "
+                           f"of run(s) {', '.join(map(str, runs))} (they need v{verdict.needs_protocol}): "
+                           f"{', '.join(m for _, m, _ in missing[:6])}{' …' if len(missing) > 6 else ''}; "
+                           f"the rest was compared and agreed")
 
     def _restart(self, verdict: Verdict) -> None:
         try:
@@ -185,6 +227,8 @@ class _Worker:
                 verdict.diffs.append({"what": "requests during registration", "expected": [],
                                       "actual": [r["url"] for r in self.server.seen()]})
             verdict.status = FAIL if verdict.diffs else PASS
+            if verdict.diffs:
+                verdict.facts = failure_detail.registration_facts(data["expect"], reply["result"])
             return
         previous: list[dict | None] = []
         recipe = data["recipe"]
@@ -193,6 +237,7 @@ class _Worker:
             times = compare.TimeBook(compare.parse_instant(DEFAULT_CLOCK_START), virtual=True)
         else:   # the harness runs on the wall clock: instants lie between now and the comparison
             times = compare.TimeBook(int(time.time()), virtual=False, now=time.time)
+        bound = versions.bound_names(data, self.harness.version)
         for n, run in enumerate(runs, 1):
             times.begin_run(run.get("clock_advance_seconds", 0),
                             run["expect"].get("clock_slack_seconds", compare.DEFAULT_SLACK_SECONDS))
@@ -212,13 +257,17 @@ class _Worker:
             result = reply["result"]
             seen = self.server.seen() if self.server else None
             urls = [r["url"] for r in seen] if seen is not None else None
-            diffs = compare.compare_run(run["expect"], result, capabilities=caps, previous=previous, request_urls=urls,
+            expect = versions.expectation_at(run["expect"], self.harness.version, bound)
+            diffs = compare.compare_run(expect, result, capabilities=caps, previous=previous, request_urls=urls,
                                         times=times)
             if seen is not None:
                 diffs.extend(compare.compare_wire({**DEFAULT_WIRE, **run["expect"].get("wire", {})}, seen))
             previous.append(result)
             if diffs:
                 verdict.status, verdict.diffs, verdict.run = FAIL, diffs, n
+                requested = urls if urls is not None else [r["url"] for r in result.get("requests") or []]
+                verdict.served = failure_detail.served(run["exchanges"], requested)
+                verdict.facts = failure_detail.run_facts(run["expect"], result)
                 return
 
     @staticmethod
@@ -238,6 +287,7 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
               keep_order: bool = False) -> Outcome:
     """Run the chosen cases. `stop_on_failure`: take no new case after the first failure or
     error (-x); `keep_order`: run cases in the order given instead of longest first."""
+    runner_needs.require("run", mode)
     began = time.monotonic()
     chosen = select(load_cases() if cases is None else cases, pattern)
     work: queue.Queue = queue.Queue()
@@ -281,7 +331,9 @@ def run_suite(impl: str, *, cases: list[Case] | None = None, pattern: str | None
                     break
                 if w is None or w.start_error:
                     v = Verdict(case.id, case.area, mode, ERRORED, case.clauses, needs=needs(case, mode),
-                                message=f"harness did not start: {w.start_error if w else error}")
+                                description=case.data.get("description", ""),
+                                message=(f"harness did not start: {w.start_error}" if w else
+                                         f"the runner could not prepare a worker (not the harness's fault): {error}"))
                 else:
                     try:
                         v = w.run_case(case)

@@ -178,10 +178,21 @@ def check(root: Path = CASES_DIR) -> list[str]:
             exp = data.get("expect") or {}
             if exp.get("registrable") is False and not exp.get("refusals"):
                 problems.append(f"{rel}: a refused registration case must name at least one refusal pointer")
+    problems.extend(_protocol_problems())
     for cid in sorted(reasons):
         if cid in covered:
             problems.append(f"unobservable.json: {cid} has a case; remove it from the table")
     return problems
+
+
+def _protocol_problems() -> list[str]:
+    """Every ledger fact a case may expect is a member of some protocol version's ledger row,
+    so the runner knows which version can express it (D-75)."""
+    from conformance.versions import fact_version
+
+    facts = load_schema("conformance-case.schema.json")["$defs"]["ledger_fact"]["properties"]
+    return [f"conformance-case.schema.json: ledger fact {key!r} is in no protocol version's ledger row"
+            for key in sorted(facts) if fact_version(key) is None]
 
 
 def coverage_table(cases: list[Case] | None = None) -> tuple[dict[str, list[str]], list[dict], dict[str, str]]:

@@ -5,10 +5,25 @@ With no --impl and no subcommand it runs the suite against this project's own ha
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import sys
 
 import click
+
+
+def _invocation() -> list[str]:
+    """The words that start `collection conformance` again, as printed in re-run lines:
+    `python -m collection` when started so, else the program itself (the console script, or
+    collection.pyz by its path), by its bare name only when PATH finds that very file."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if not argv0 or argv0.endswith("__main__.py") or argv0 == "-c":
+        return [sys.executable, "-m", "collection", "conformance"]
+    found = shutil.which(os.path.basename(argv0))
+    if found and os.path.exists(argv0) and os.path.samefile(found, argv0):
+        return [os.path.basename(argv0), "conformance"]
+    return [os.path.abspath(argv0), "conformance"]
 
 
 @click.command("conformance", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
@@ -21,4 +36,4 @@ def command(args: tuple[str, ...]) -> None:
     argv = list(args)
     if not argv or (argv[0] not in ("check", "clauses", "run", "-h", "--help") and "--impl" not in argv):
         argv = ["--impl", f"{shlex.quote(sys.executable)} -m conformance.harnesses.collection_harness", *argv]
-    sys.exit(main(argv))
+    sys.exit(main(argv, prog=_invocation(), usage_prog="collection conformance"))
