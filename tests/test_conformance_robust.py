@@ -164,7 +164,7 @@ def test_summary_shows_rerun_command_and_progress(tmp_path):
                            "-k", "reg-worked-example", "-k", "disc-json-api-basic", "--report", str(cases_file)],
                           capture_output=True, text=True)
     assert proc.returncode == 1
-    assert "re-run: python -m conformance --impl" in proc.stdout and "-k reg-worked-example" in proc.stdout
+    assert f"re-run: {sys.executable} -m conformance --impl" in proc.stdout and "--case reg-worked-example" in proc.stdout
     assert "[2/2]" in proc.stderr                      # the progress line, without -v
     records = [json.loads(line) for line in cases_file.read_text().splitlines()]
     assert records[0]["record"] == "start" and records[-1]["record"] == "end"
