@@ -86,4 +86,6 @@ def test_help_shows_defaults(path, command):
 
 def test_conformance_help_shows_examples_through_the_wrapper():
     text = _help(("conformance",))
-    assert "python -m conformance check" in text
+    # issue 26: the wrapper's help names the wrapper, not `python -m conformance`
+    assert text.startswith("usage: collection conformance") and "collection conformance check" in text
+    assert "python -m conformance" not in text
