@@ -1,10 +1,12 @@
-"""Harness protocol v1: talking to one harness process over JSON lines.
+"""The harness protocol (v1 and v2): talking to one harness process over JSON lines.
 
 The runner writes one command per line to the harness's stdin and reads one reply per
 line from its stdout; stderr goes to a log. Every reply is validated against
 schemas/harness-protocol.schema.json; a reply that is late, malformed, invalid or carries
 the wrong `seq` is a ProtocolError, after which the process is killed and restarted
-(its stream can no longer be trusted).
+(its stream can no longer be trusted). The runner offers every version it speaks and
+records the one the harness answered (`Harness.version`); what that version can express
+is conformance/versions.py's business (D-75).
 """
 
 from __future__ import annotations
