@@ -181,8 +181,12 @@ def write_summary(outcome: Outcome, out: TextIO, selected: bool = False) -> None
                 out.write(f"    {line[:600]}\n")
             for line in failure_detail.lines(v):
                 out.write(f"    {line[:600]}\n")
-            if v.rerun:
-                out.write(f"    re-run: {v.rerun}\n")
+            rerun = v.rerun
+            if not rerun and outcome.impl:      # run_suite called as a library: the suite's own command line
+                from conformance.cli import invocation, rerun_command
+                rerun = rerun_command(invocation(), outcome.impl, outcome.mode, v.case)
+            if rerun:
+                out.write(f"    re-run: {rerun}\n")
     covered = {c for v in outcome.verdicts for c in v.clauses}
     reasons = unobservable()
     missing = [c["id"] for c in clauses() if c["id"] not in covered and c["id"] not in reasons]

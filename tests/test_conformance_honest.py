@@ -172,7 +172,7 @@ def _rerun_line(text: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("entry", ["pyz", "python -m conformance", "collection conformance"])
+@pytest.mark.parametrize("entry", ["pyz", "python -m conformance", "collection conformance", "collection script"])
 def test_rerun_line_runs_that_case_alone(entry, pyz):
     """D-76: the printed line starts the same runner again and selects that id alone, although
     `pag-cursor` is a prefix of three other ids."""
@@ -180,8 +180,12 @@ def test_rerun_line_runs_that_case_alone(entry, pyz):
         start, env = [PY, str(pyz)], _env(pyz)
     elif entry == "python -m conformance":
         start, env = [PY, "-m", "conformance"], _env()
-    else:
+    elif entry == "collection conformance":
         start, env = [PY, "-m", "collection", "conformance"], _env()
+    else:       # the console script `pip install -e .` put beside this interpreter
+        script = Path(PY).parent / "collection"
+        assert script.is_file(), "the package is installed (pip install -e '.[test]'), so its script is here"
+        start, env = [str(script), "conformance"], _env()
     first = subprocess.run([*start, "--impl", f"{FAKE} --fault wrong-answer", "-k", "pag-cursor"],
                            capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert first.returncode == 1 and re.search(r"cases: 4 ", first.stdout), first.stdout + first.stderr

@@ -18,11 +18,13 @@ def _invocation() -> list[str]:
     `python -m collection` when started so, else the program itself (the console script, or
     collection.pyz by its path), by its bare name only when PATH finds that very file."""
     argv0 = sys.argv[0] if sys.argv else ""
-    if not argv0 or argv0.endswith("__main__.py") or argv0 == "-c":
+    if not argv0 or argv0.endswith("__main__.py") or not os.path.isfile(argv0):
         return [sys.executable, "-m", "collection", "conformance"]
     found = shutil.which(os.path.basename(argv0))
-    if found and os.path.exists(argv0) and os.path.samefile(found, argv0):
+    if found and os.path.samefile(found, argv0):
         return [os.path.basename(argv0), "conformance"]
+    if not os.access(argv0, os.X_OK):      # collection.pyz without its executable bit (pex sets argv[0] to it)
+        return ["python3", os.path.abspath(argv0), "conformance"]
     return [os.path.abspath(argv0), "conformance"]
 
 
