@@ -78,44 +78,47 @@ def _pyz_run(pyz, *args, env=None):
 
 
 def test_standalone_suite_against_a_v1_harness(pyz, tmp_path):
-    """Issue 26 acceptance: every report format names protocol v1; the v2-fact cases are `not
-    applicable` (4 of them, listed), the plain ones pass, and the run stays green (D-75)."""
+    """Issue 26 acceptance: the whole standalone suite against a v1 harness. Every report format
+    names protocol v1; the cases with v2 facts are `not applicable`, counted and listed; nothing
+    fails, and the run stays green (D-75)."""
+    expected_na = {c.id for c in load_cases() if versions.minimum_protocol(c.data) > 1}
+    assert expected_na >= V2_CASES
     jsonl, junit = tmp_path / "r.jsonl", tmp_path / "r.xml"
-    proc = _pyz_run(pyz, "--impl", V1_HARNESS, *SELECTION, "-j", "2", "-v", "--report", str(jsonl),
-                    "--junit", str(junit))
+    proc = _pyz_run(pyz, "--impl", V1_HARNESS, "-j", "2", "-v", "--report", str(jsonl), "--junit", str(junit))
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
     # text summary
     assert "mode inline, protocol v1 (the runner speaks up to v2)" in out.splitlines()[0]
-    counts = re.search(r"cases: (\d+)  pass (\d+)  fail 0  errored 0  skipped 0  not applicable (\d+)", out)
-    assert counts and int(counts.group(3)) == len(V2_CASES) and int(counts.group(2)) == int(counts.group(1)) - 4
-    assert f"NOT APPLICABLE at protocol v1: {len(V2_CASES)} case(s)" in out
-    listed = set(re.findall(r"^  merge/([a-z0-9-]+) \(", out, re.M))
-    assert listed == V2_CASES
+    counts = re.search(r"cases: (\d+)  pass (\d+)  fail 0  errored 0  skipped (\d+)  not applicable (\d+)", out)
+    total, passed, skipped, na = (int(g) for g in counts.groups())
+    assert total == len(load_cases()) and na == len(expected_na) and passed == total - skipped - na
+    assert f"NOT APPLICABLE at protocol v1: {na} case(s)" in out
+    listed = set(re.findall(r"^  [a-z]+/([a-z0-9-]+) \([A-Z]", out.split("NOT APPLICABLE")[1].split("\n\n")[0], re.M))
+    assert listed == expected_na
     assert "run 1: ledger[a].content_sha256" in out
-    assert out.rstrip().splitlines()[-1].startswith(f"protocol v1: {len(V2_CASES)} of {counts.group(1)} case(s) not applicable")
+    assert out.rstrip().splitlines()[-1].startswith(f"protocol v1: {na} of {total} case(s) not applicable")
     # -v: one line per case, with its verdict and protocol
     verbose = [line for line in proc.stderr.splitlines() if line.endswith("[protocol v1]")]
-    assert len(verbose) == int(counts.group(1))
-    assert {line.split()[2] for line in verbose if line.startswith("not applicable ")} == {f"merge/{c}" for c in V2_CASES}
+    assert len(verbose) == total
+    assert {line.split()[2].split("/")[1] for line in verbose if line.startswith("not applicable ")} == expected_na
     # JSON lines
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert records[0]["record"] == "start" and records[0]["runner_protocols"] == [1, 2]
     cases = {r["case"]: r for r in records[1:-1]}
-    assert {c for c, r in cases.items() if r["status"] == NOT_APPLICABLE} == V2_CASES
+    assert {c for c, r in cases.items() if r["status"] == NOT_APPLICABLE} == expected_na
     assert all(r["protocol"] == 1 for r in cases.values())
     assert cases["merge-ledger-digests"]["needs_protocol"] == 2
     assert "run 3: ledger[a].previous_content_sha256" in cases["merge-ledger-digests"]["beyond_protocol"]
     end = records[-1]
     assert end["record"] == "end" and end["protocol"] == [1] and end["ok"] is True
-    assert end["counts"][NOT_APPLICABLE] == 4 and sorted(end["not_applicable"]) == sorted(V2_CASES)
+    assert end["counts"][NOT_APPLICABLE] == na and sorted(end["not_applicable"]) == sorted(expected_na)
     # JUnit
     suite = ET.parse(junit).getroot().find("testsuite")
     assert "protocol v1" in suite.get("name")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
-    assert props["protocol"] == "1" and props["not_applicable"] == "4"
+    assert props["protocol"] == "1" and props["not_applicable"] == str(na)
     skipped = {tc.get("name"): tc.find("skipped") for tc in suite.findall("testcase")}
-    assert {n for n, s in skipped.items() if s is not None and s.get("message").startswith("not applicable")} == V2_CASES
+    assert {n for n, s in skipped.items() if s is not None and s.get("message").startswith("not applicable")} == expected_na
     assert suite.get("failures") == "0"
 
 
@@ -244,6 +247,12 @@ def test_missing_runner_package_is_one_line(entry, args, package, pyz, blocker, 
     assert f"needs the Python package {package}" in lines[0] and f"-m pip install {package}" in lines[0]
     assert "Traceback" not in proc.stderr and "did not start" not in proc.stdout + proc.stderr
     assert "pass" not in proc.stdout         # no case was run and blamed
+
+
+def test_clauses_needs_no_package(blocker):
+    proc = subprocess.run([PY, "-m", "conformance", "clauses"], capture_output=True, text=True, cwd=ROOT,
+                          env=_env(blocker))
+    assert proc.returncode == 0 and "observable" in proc.stdout, proc.stderr
 
 
 def test_run_suite_raises_the_missing_package(blocker):
