@@ -8,7 +8,7 @@ from xml.etree import ElementTree as ET
 
 from conformance import OPTIONAL_CAPABILITIES, PROTOCOL_VERSIONS, failure_detail
 from conformance.runner import ERRORED, FAIL, NOT_APPLICABLE, PASS, SKIPPED, STATUSES, Outcome
-from conformance.suite import clauses, group_of, unobservable
+from conformance.suite import clauses, unobservable
 
 
 def protocol_text(outcome: Outcome) -> str:

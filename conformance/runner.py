@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 import queue
-import sys
 import threading
 import time
 import traceback

@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 from urllib.parse import urlsplit
 
 from conformance import CASES_DIR, CLAUSES_FILE, UNOBSERVABLE_FILE, load_schema

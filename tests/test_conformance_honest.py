@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conformance import versions
-from conformance.runner import FAIL, NOT_APPLICABLE, PASS, run_suite
+from conformance.runner import FAIL, NOT_APPLICABLE, run_suite
 from conformance.suite import Case, load_cases
 
 ROOT = Path(__file__).resolve().parents[1]
