@@ -141,6 +141,18 @@ _ENTRIES = [
     _reg("PROBE_NO_LINKS", "validate --probe: the first listing was read but yielded no usable link (its records were dropped, or it held none), so a run would discover nothing.",
          "Run `collection discover RECIPE SAVED_LISTING` on a saved copy: check that records.selector matches the <a> (or link.pointer names the link inside each record).", "D-59", "D-27"),
     _reg("DATASET_DUPLICATE_SOURCE_NAME", "Two sources of the dataset share one name.", "Give each source its own name.", "REG-05"),
+    # --- the dataset's tables (the transform), document-level rules (D-69, D-70) -----------
+    _reg("TABLE_DUPLICATE_NAME", "Two tables of the dataset share one name.",
+         "Give each table its own name.", "D-69", "D-70"),
+    _reg("TABLE_NAME_IS_SOURCE",
+         "A table has the name of one of the dataset's sources; in the SQL that name means the source, and the build writes both.",
+         "Rename the table (e.g. council_decisions_typed for the source council_decisions).", "D-69", "D-70"),
+    _reg("TABLE_DUPLICATE_COLUMN",
+         "A table declares two columns whose names are equal ignoring case; DuckDB compares identifiers case-insensitively, so the result could not hold both.",
+         "Give each column its own name, and alias the select item to it: `... as page_ordinal_text`.", "D-69", "D-70"),
+    _reg("TABLE_SOURCE_NOT_COLLECTION",
+         "A table reads a source that is not a collection: only a collection's relation has known columns (its Reader's columns, then the seven provenance columns), so the SELECT cannot be checked or built.",
+         "Read only collection sources (adapter public.https.collection@2.0.0), or drop the source from the SELECT.", "D-70", "PROV-02"),
     # --- run-level refusals ------------------------------------------------------------
     _run("COLLECTION_DISCOVERY_FAILED",
          "Listing the collection failed and the run has nothing to continue from (no predecessor ledger, no explicit members, no address listed before the refusal). Nothing was written.",
