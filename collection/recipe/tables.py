@@ -154,7 +154,9 @@ def _contract_refusals(name: str, sql: str, declared: list[tuple[str, str]], sou
 
     for finding in check_table(name, sql, declared, sources):
         line, column = sql_position(parsed, f"{base}/sql", finding.offset)
-        yield Refusal(finding.code, f"{base}/sql", finding.message, finding.rule, line, column)
+        # one refusal is one line in the text and JUnit formats, whatever SQL the message quotes
+        message = " ".join(finding.message.split("\n"))
+        yield Refusal(finding.code, f"{base}/sql", message, finding.rule, line, column)
 
 
 # --- where a character of the SQL sits in the file --------------------------------------------
