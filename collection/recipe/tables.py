@@ -21,11 +21,12 @@ of its cause, never followed by "unknown table" or "unknown column" refusals it 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterator, Mapping, Sequence
 
 from collection.recipe import jsondoc
 from collection.recipe.refusal import Refusal
+from collection.transform import sqlparse
 from collection.transform.types import DECLARED_TYPES
 
 _TABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}\Z")
@@ -52,6 +53,7 @@ def table_refusals(tables: Any, sources: Sequence[SourceColumns], refused: Seque
     for source in sources:
         by_name.setdefault(source.name, source)
     broken = _refused_tables(refused)
+    unknown = any(not s.collection or s.columns is None for s in by_name.values())
     refusals: list[Refusal] = []
     seen: dict[str, int] = {}
     for index, table in enumerate(tables):
@@ -77,7 +79,8 @@ def table_refusals(tables: Any, sources: Sequence[SourceColumns], refused: Seque
         sql = table.get("sql")
         if not isinstance(sql, str):
             continue
-        reads = list(_read_tables(sql))
+        # only a dataset with a source of unknown columns needs to know what each table reads
+        reads = list(_read_tables(sql)) if unknown else []
         unreadable = False
         reported: set[str] = set()
         for read, offset in reads:
@@ -190,51 +193,28 @@ def _sql_line(sql: str, offset: int) -> int:
     return sql.count("\n", 0, max(0, offset)) + 1
 
 
-# --- which names a SELECT reads as tables (lexically) -----------------------------------------
-
-_TOKEN = re.compile(r"""
-    (?P<space>\s+)
-  | (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
-  | (?P<string>[eE]?'(?:[^']|'')*(?:'|\Z))
-  | (?P<dollar>\$(?P<tag>[A-Za-z_]*)\$.*?(?:\$(?P=tag)\$|\Z))
-  | (?P<quoted>"(?:[^"]|"")*(?:"|\Z))
-  | (?P<word>[^\W\d][\w$]*)
-  | (?P<other>.)
-""", re.VERBOSE | re.DOTALL)
-
-_CLAUSES = {"select", "from", "where", "group", "having", "order", "limit", "offset", "qualify", "window",
-            "union", "except", "intersect", "on", "using", "values", "with", "pivot", "unpivot"}
-_NOT_TABLES = _CLAUSES | {"as", "lateral", "only"}
-
+# --- which sources a SELECT reads ---------------------------------------------------------------
 
 def _read_tables(sql: str) -> Iterator[tuple[str, int]]:
-    """(name, offset) of every name written where a FROM clause names a table: right after FROM
-    or JOIN, or after a comma in a FROM clause, at any depth of parentheses. Lexical on purpose:
-    it only decides which sources a table reads, so that a non-collection source is refused by
-    name and a source without known columns silences the contract's checks of that table."""
-    clause: list[str | None] = [None]
-    previous: str | None = None
-    for match in _TOKEN.finditer(sql):
-        kind = match.lastgroup
-        if kind in ("space", "comment"):
-            continue
-        text = match.group()
-        if kind == "word":
-            word = text.lower()
-            at_table = clause[-1] == "from" and previous in ("from", "join", ",")
-            if at_table and word not in _NOT_TABLES:
-                yield word, match.start()
-            elif word in _CLAUSES or word == "join":
-                clause[-1] = "from" if word == "join" else word
-            previous = word
-            continue
-        if kind == "quoted":
-            if clause[-1] == "from" and previous in ("from", "join", ","):
-                yield text[1:-1].replace('""', '"').lower(), match.start()
-            previous = "quoted"
-            continue
-        if text == "(":
-            clause.append(None)
-        elif text == ")" and len(clause) > 1:
-            clause.pop()
-        previous = text if kind == "other" else kind
+    """(name, offset) of every table the SELECT reads, as the SQL contract's own parser reads it,
+    WITH queries excepted. SQL that does not parse reads nothing here: the contract says why."""
+    try:
+        query = sqlparse.parse(sql)
+    except sqlparse.ParseError:
+        return
+    ctes: set[str] = set()
+    refs: list[sqlparse.TableRef] = []
+    stack: list[Any] = [query]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+        elif isinstance(node, sqlparse.Node):
+            if isinstance(node, sqlparse.Cte):
+                ctes.add(node.name.lower())
+            if isinstance(node, sqlparse.TableRef):
+                refs.append(node)
+            stack.extend(getattr(node, field.name) for field in fields(node))
+    for ref in sorted(refs, key=lambda r: r.pos):
+        if ref.name.lower() not in ctes:
+            yield ref.name.lower(), ref.pos
