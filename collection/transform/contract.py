@@ -80,7 +80,8 @@ def _parse(table: str, sql: str) -> sqlparse.Query:
     try:
         return sqlparse.parse(sql)
     except sqlparse.ParseError as e:
-        raise SqlError(_finding(table, sql, _PARSE_CODES[e.kind], e.message, e.pos)) from None
+        text = e.message + (" is outside the typed subset (docs/transform.md)" if e.kind == "unsupported" else "")
+        raise SqlError(_finding(table, sql, _PARSE_CODES[e.kind], text, e.pos)) from None
 
 
 def statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:

@@ -591,6 +591,9 @@ class Parser:
             raise self.unsupported("a parenthesised join or VALUES in FROM", t.pos)
         if self.is_word("values", "unnest", "lateral"):
             raise self.unsupported(f"{t.value.upper()} in FROM", t.pos)
+        if t.kind == "ident" and self.peek().kind == "op" and self.peek().value == "(":
+            raise ParseError("forbidden", f"the table function {t.text}(…): a table reads only the dataset's "
+                             "sources, never a function's rows", t.pos)
         if t.kind not in ("ident", "qident") or (t.kind == "ident" and t.value in RESERVED):
             raise self.syntax("expected a table name")
         self.next()

@@ -345,7 +345,7 @@ class _Typer:
         if isinstance(q.body, P.SetOp):
             branches = []
             self._branches(q.body, branches)
-            typed = [self.select(b, ctes, ()) for b in branches]
+            typed = [self.select(b, ctes, (), named=k == 0) for k, b in enumerate(branches)]
             first = typed[0][0]
             for k, (cols, _) in enumerate(typed[1:], 1):
                 if len(cols) != len(first):
@@ -429,7 +429,9 @@ class _Typer:
         raise _unsupported("this FROM item", node)
 
     # -- SELECT
-    def select(self, s: P.Select, ctes, order_by) -> tuple[list[_Col], "_Scope"]:
+    def select(self, s: P.Select, ctes, order_by, named: bool = True) -> tuple[list[_Col], "_Scope"]:
+        """The columns of one SELECT; `named` is false for a later UNION ALL branch, whose names DuckDB
+        ignores (the first branch names the result)."""
         rels = self.from_(s.from_, ctes)
         scope = _Scope(rels, s, "SELECT")
         aliases = {it.alias.lower(): it for it in s.items if it.alias}
@@ -444,6 +446,8 @@ class _Typer:
                 name = it.alias
             elif isinstance(it.expr, P.Column):
                 name = scope.resolve(it.expr)[2]
+            elif not named:
+                name = ""
             else:
                 raise TypeFailure("TRANSFORM_SQL_UNNAMED_COLUMN",
                                   f"the select item {self._text(it.expr)!r} has no name; write "
