@@ -80,7 +80,8 @@ def _parse(table: str, sql: str) -> sqlparse.Query:
     try:
         return sqlparse.parse(sql)
     except sqlparse.ParseError as e:
-        raise SqlError(_finding(table, sql, _PARSE_CODES[e.kind], e.message, e.pos)) from None
+        text = e.message + (" is outside the typed subset (docs/transform.md)" if e.kind == "unsupported" else "")
+        raise SqlError(_finding(table, sql, _PARSE_CODES[e.kind], text, e.pos)) from None
 
 
 def statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
@@ -90,6 +91,10 @@ def statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]
         query = _parse(table, sql)
     except SqlError as e:
         return [e.finding]
+    return _statement(table, sql, query, sources)
+
+
+def _statement(table: str, sql: str, query: sqlparse.Query, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
     return [_finding(table, sql, p.code, p.message, p.pos) for p in typer.statement_problems(query, sources)]
 
 
@@ -99,12 +104,13 @@ def infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[
     return [(c.name, c.type) for c in _infer("<sql>", sql, sources)]
 
 
-def _infer(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[typer.OutColumn]:
-    query = _parse(table, sql)
-    problems = typer.statement_problems(query, sources)
-    if problems:
-        p = problems[0]
-        raise SqlError(_finding(table, sql, p.code, p.message, p.pos))
+def _infer(table: str, sql: str, sources: Mapping[str, Sequence[str]],
+           query: sqlparse.Query | None = None) -> list[typer.OutColumn]:
+    if query is None:
+        query = _parse(table, sql)
+        found = _statement(table, sql, query, sources)
+        if found:
+            raise SqlError(found[0])
     try:
         return typer.infer(query, sources, sql)
     except typer.TypeFailure as e:
@@ -116,11 +122,15 @@ def check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
     """Everything validate checks, without an engine: exactly one SELECT inside the supported subset,
     reads only `sources`, names only their columns, result names == declared names, result types
     accepted (types.accepts)."""
-    found = statement_findings(table, sql, sources)
+    try:
+        query = _parse(table, sql)
+    except SqlError as e:
+        return [e.finding]
+    found = _statement(table, sql, query, sources)
     if found:
         return found
     try:
-        columns = _infer(table, sql, sources)
+        columns = _infer(table, sql, sources, query)
     except SqlError as e:
         return [e.finding]
     return _compare(table, sql, declared, [(c.name, c.type) for c in columns],
@@ -135,11 +145,25 @@ class _Origin:
 
 
 def compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
-                    actual: Sequence[tuple[str, str]]) -> list[SqlFinding]:
+                    actual: Sequence[tuple[str, str]], *,
+                    sources: Mapping[str, Sequence[str]] | None = None) -> list[SqlFinding]:
     """Names and types of a result (from the pure typer, or from DuckDB's DESCRIBE at build time)
     against the declaration: the one place TRANSFORM_COLUMN_TYPE_MISMATCH and the column-name
-    refusals are made, so validate and build give the same verdict, column and types."""
-    return _compare(table, sql, declared, actual, _origins(sql, [name for name, _ in actual]))
+    refusals are made, so validate and build give the same verdict, column and types.
+
+    Given `sources` (build has them), a column that a `*` gave is placed exactly as check_table
+    places it even when the select list holds several stars; without, all of those columns point
+    at the first star."""
+    names = [name for name, _ in actual]
+    origins = None
+    if sources is not None:
+        try:
+            columns = _infer(table, sql, sources)
+        except SqlError:
+            columns = None
+        if columns is not None and len(columns) == len(names):
+            origins = [_Origin(c.pos, c.expr_text, c.cast_operand) for c in columns]
+    return _compare(table, sql, declared, actual, origins or _origins(sql, names))
 
 
 def _origins(sql: str, names: Sequence[str]) -> list[_Origin]:

@@ -2,8 +2,8 @@
 
 Every node carries `pos` and `end` (0-based character offsets into the SQL text, end exclusive),
 so a finding about any part of the statement can say where it is, and a fix can quote the select
-item it rewrites. The parser is hand-written and linear: no regular expression runs over the text
-(a 64 KB statement parses in milliseconds) and nesting is bounded, so hostile input cannot blow
+item it rewrites. The parser is hand-written and linear: the tokenizer is one compiled pattern whose
+alternatives cannot backtrack (a 64 KB statement parses in well under a second) and nesting is bounded, so hostile input cannot blow
 the stack.
 
 What is outside the subset raises `ParseError` with kind "unsupported" (the construct is valid
@@ -13,7 +13,9 @@ DuckDB but not checked here), "syntax" (not valid SQL at all), "statement" (not 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
 
 MAX_DEPTH = 64
 
@@ -28,8 +30,7 @@ class ParseError(Exception):
 
 # ----------------------------------------------------------------------------------------- tokens
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str      # ident, qident, string, number, op, eof
     text: str      # the source text
     value: str     # identifier folded to lower case / unquoted; string unescaped
@@ -37,151 +38,116 @@ class Token:
     end: int
 
 
-_OPS3 = ("!~~",)
-_OPS2 = ("<=", ">=", "<>", "!=", "==", "||", "::", "//", "**", "->", "~~")
-_OPS1 = "()+-*/%,.;<>=[]{}:|&^~!?@$#"
+# One pass of one compiled pattern: every alternative is a plain character class or an unrolled
+# quoted form ('[^']*(?:''[^']*)*'), none can backtrack, so tokenizing is linear in the text.
+_TOKEN = re.compile(r"""
+    (?P<ws>[ \t\r\n\f\v]+)
+  | (?P<line>--[^\n]*)
+  | (?P<block>/\*.*?\*/)
+  | (?P<string>'[^']*(?:''[^']*)*')
+  | (?P<qident>"[^"]*(?:""[^"]*)*")
+  | (?P<number>(?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
+  | (?P<ident>[^\W\d][\w$]*)
+  | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,.;<>=\[\]{}:|&^~!?@$\#])
+""", re.VERBOSE | re.DOTALL)
 
 
 def tokenize(sql: str) -> list[Token]:
     tokens: list[Token] = []
+    append = tokens.append
     i, n = 0, len(sql)
+    match = _TOKEN.match
     while i < n:
-        ch = sql[i]
-        if ch in " \t\r\n\f\v":
-            i += 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            if j < 0:
+        m = match(sql, i)
+        if m is None:
+            if sql.startswith("/*", i):
                 raise ParseError("syntax", "a /* comment is never closed", i)
-            i = j + 2
-        elif ch == "'":
-            j, parts = i + 1, []
-            while True:
-                k = sql.find("'", j)
-                if k < 0:
-                    raise ParseError("syntax", "a string literal is never closed", i)
-                parts.append(sql[j:k])
-                if k + 1 < n and sql[k + 1] == "'":
-                    parts.append("'")
-                    j = k + 2
-                    continue
-                j = k + 1
-                break
-            tokens.append(Token("string", sql[i:j], "".join(parts), i, j))
-            i = j
-        elif ch == '"':
-            j, parts = i + 1, []
-            while True:
-                k = sql.find('"', j)
-                if k < 0:
-                    raise ParseError("syntax", "a quoted identifier is never closed", i)
-                parts.append(sql[j:k])
-                if k + 1 < n and sql[k + 1] == '"':
-                    parts.append('"')
-                    j = k + 2
-                    continue
-                j = k + 1
-                break
-            value = "".join(parts)
+            if sql[i] == "'":
+                raise ParseError("syntax", "a string literal is never closed", i)
+            if sql[i] == '"':
+                raise ParseError("syntax", "a quoted identifier is never closed", i)
+            raise ParseError("syntax", f"the character {sql[i]!r} has no meaning here", i)
+        kind = m.lastgroup
+        j = m.end()
+        if kind == "ident":
+            text = m.group()
+            append(Token("ident", text, text.lower(), i, j))
+        elif kind == "op":
+            text = m.group()
+            append(Token("op", text, text, i, j))
+        elif kind == "number":
+            if j < n and (sql[j].isalnum() or sql[j] == "_"):
+                raise ParseError("unsupported", f"the number {sql[i:j + 1]!r}… (a number must not run into a name)", i)
+            text = m.group()
+            append(Token("number", text, text, i, j))
+        elif kind == "string":
+            text = m.group()
+            append(Token("string", text, text[1:-1].replace("''", "'"), i, j))
+        elif kind == "qident":
+            text = m.group()
+            value = text[1:-1].replace('""', '"')
             if value == "":
                 raise ParseError("syntax", "an empty quoted identifier", i)
-            tokens.append(Token("qident", sql[i:j], value, i, j))
-            i = j
-        elif ch.isdigit() or (ch == "." and i + 1 < n and sql[i + 1].isdigit()):
-            j = i
-            while j < n and sql[j].isdigit():
-                j += 1
-            if j < n and sql[j] == "." and not sql.startswith("..", j):
-                j += 1
-                while j < n and sql[j].isdigit():
-                    j += 1
-            if j < n and sql[j] in "eE":
-                k = j + 1
-                if k < n and sql[k] in "+-":
-                    k += 1
-                if k < n and sql[k].isdigit():
-                    j = k
-                    while j < n and sql[j].isdigit():
-                        j += 1
-            if j < n and (sql[j].isalpha() or sql[j] == "_"):
-                raise ParseError("unsupported", f"the number {sql[i:j + 1]!r}… (a number must not run into a name)", i)
-            tokens.append(Token("number", sql[i:j], sql[i:j], i, j))
-            i = j
-        elif ch.isalpha() or ch == "_":
-            j = i + 1
-            while j < n and (sql[j].isalnum() or sql[j] in "_$"):
-                j += 1
-            tokens.append(Token("ident", sql[i:j], sql[i:j].lower(), i, j))
-            i = j
-        else:
-            for op in _OPS3 + _OPS2:
-                if sql.startswith(op, i):
-                    break
-            else:
-                op = ch if ch in _OPS1 else ""
-            if not op:
-                raise ParseError("syntax", f"the character {ch!r} has no meaning here", i)
-            tokens.append(Token("op", op, op, i, i + len(op)))
-            i += len(op)
-    tokens.append(Token("eof", "", "", n, n))
+            append(Token("qident", text, value, i, j))
+        i = j
+    append(Token("eof", "", "", n, n))
     return tokens
 
 
 # ----------------------------------------------------------------------------------------- nodes
+# plain dataclasses, compared by identity: creating nodes is the parser's hot path, and no node is
+# changed after the parser made it
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Node:
     pos: int
     end: int
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class TypeName(Node):
     name: str                 # the engine type in DESCRIBE spelling, e.g. "DECIMAL(10,2)"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Column(Node):
     parts: tuple[str, ...]    # ("t", "c") or ("c",); identifiers as DuckDB folds them (case kept)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Literal(Node):
     kind: str                 # integer, decimal, float, string, boolean, null, typed
     value: str
     type: str | None = None   # for DATE '...', TIMESTAMP '...'
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Cast(Node):
     expr: Node
     type: TypeName
     try_: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Unary(Node):
     op: str                   # -, +, not
     expr: Node
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Binary(Node):
     op: str                   # + - * / // % || = <> < <= > >= and or
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class IsNull(Node):
     expr: Node
     negated: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Like(Node):
     op: str                   # like, ilike
     expr: Node
@@ -189,14 +155,14 @@ class Like(Node):
     negated: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class InList(Node):
     expr: Node
     items: tuple[Node, ...]
     negated: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Between(Node):
     expr: Node
     low: Node
@@ -204,14 +170,14 @@ class Between(Node):
     negated: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Case(Node):
     operand: Node | None
     whens: tuple[tuple[Node, Node], ...]
     else_: Node | None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Func(Node):
     name: str                 # lower case
     args: tuple[Node, ...]
@@ -220,31 +186,31 @@ class Func(Node):
     name_pos: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Star(Node):
     qualifier: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Item(Node):
     expr: Node                # or Star
     alias: str | None
     alias_pos: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class TableRef(Node):
     name: str
     alias: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class SubqueryRef(Node):
     query: "Query"
     alias: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Join(Node):
     kind: str                 # inner, left, right, full, cross
     left: Node
@@ -253,13 +219,13 @@ class Join(Node):
     using: tuple[tuple[str, int], ...] | None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class OrderItem(Node):
     expr: Node
     descending: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Select(Node):
     distinct: bool
     items: tuple[Item, ...]
@@ -269,20 +235,20 @@ class Select(Node):
     having: Node | None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class SetOp(Node):
     op: str                   # "union all", "union"
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Cte(Node):
     name: str
     query: "Query"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Query(Node):
     ctes: tuple[Cte, ...]
     body: Node                # Select or SetOp
@@ -331,6 +297,7 @@ class Parser:
         self.toks = tokenize(sql)
         self.i = 0
         self.depth = 0
+        self.parens: set[tuple[int, int]] = set()
 
     # -- token helpers
     @property
@@ -624,6 +591,9 @@ class Parser:
             raise self.unsupported("a parenthesised join or VALUES in FROM", t.pos)
         if self.is_word("values", "unnest", "lateral"):
             raise self.unsupported(f"{t.value.upper()} in FROM", t.pos)
+        if t.kind == "ident" and self.peek().kind == "op" and self.peek().value == "(":
+            raise ParseError("forbidden", f"the table function {t.text}(…): a table reads only the dataset's "
+                             "sources, never a function's rows", t.pos)
         if t.kind not in ("ident", "qident") or (t.kind == "ident" and t.value in RESERVED):
             raise self.syntax("expected a table name")
         self.next()
@@ -725,6 +695,7 @@ class Parser:
                 return left
 
     _CMP = ("=", "==", "<>", "!=", "<", "<=", ">", ">=")
+    _CMP_FOLDED = ("=", "<>", "<", "<=", ">", ">=")
 
     def comparison(self) -> Node:
         left = self.concat()
@@ -734,6 +705,8 @@ class Parser:
             if self.is_word("any", "all", "some"):
                 raise self.unsupported(f"{op} {self.tok.value.upper()}(…)")
             right = self.concat()
+            if isinstance(left, Binary) and left.op in self._CMP_FOLDED and (left.pos, left.end) not in self.parens:
+                raise ParseError("syntax", "chained comparisons (a < b < c); use AND", left.pos)
             left = Binary(left.pos, right.end, op, left, right)
         if self.is_op("~~", "!~~"):
             raise self.unsupported(f"the operator {self.tok.value}")
@@ -866,6 +839,7 @@ class Parser:
                 raise self.unsupported("a row value ( … , … )", t.pos)
             self.expect_op(")")
             # keep the parentheses in the span so a fix that quotes the expression stays valid
+            self.parens.add((t.pos, self.last_end))
             return _respan(e, t.pos, self.last_end)
         if self.is_op("[", "{"):
             raise self.unsupported("list and struct literals", t.pos)

@@ -110,39 +110,45 @@ def _dec_max(types: Sequence[T]) -> T:
 
 
 def unify(types: Sequence[T], node: P.Node, what: str) -> T:
-    """The common type of CASE branches, COALESCE/greatest/least arguments and UNION ALL columns."""
-    known = [t for t in types if t.name != NULL]
-    if not known:
-        return T(NULL)
-    non_str = [t for t in known if t.lit != "str"]
-    if not non_str:
-        return T("VARCHAR")
-    if len(non_str) != len(known) and not all(is_text(t) for t in non_str):
-        raise _unsupported(f"a string literal mixed with {non_str[0].name} in {what}", node)
-    known = non_str
-    if all(is_int(t) for t in known):
-        non_lit = [t for t in known if t.lit != "int"]
-        if non_lit:
-            widest = T(max((t.name for t in non_lit), key=INTS.index))
-            if all(_fits(t.value, widest.name) for t in known if t.lit == "int"):
-                return widest
-        return T(max((t.name for t in known), key=INTS.index))
-    if all(is_num(t) for t in known):
-        if any(t.name == "DOUBLE" for t in known):
+    """The common type of CASE branches (ELSE first, as DuckDB folds them), COALESCE/greatest/least
+    arguments and UNION ALL columns: a left fold, because DuckDB's is one (an integer literal adapts
+    to the integer type gathered so far, and stops being adaptable once it met a NULL or another
+    literal)."""
+    acc: T | None = None
+    for t in types:
+        acc = t if acc is None else _combine(acc, t, node, what)
+    return acc if acc is not None else T(NULL)
+
+
+def _combine(a: T, b: T, node: P.Node, what: str) -> T:
+    if a.name == NULL:
+        return b.plain() if b.lit == "int" else b
+    if b.name == NULL:
+        return a.plain() if a.lit == "int" else a
+    if a.lit == "str" and b.lit == "str":
+        return a
+    if a.lit == "str" or b.lit == "str":
+        other = b if a.lit == "str" else a
+        if is_text(other):
+            return T("VARCHAR")
+        raise _unsupported(f"a string literal mixed with {other.name} in {what}", node)
+    if is_int(a) and is_int(b):
+        if a.lit == "int" and b.lit == "int":
+            return T(max(a.name, b.name, key=INTS.index))
+        return _int_max(a, b)
+    if is_num(a) and is_num(b):
+        if "DOUBLE" in (a.name, b.name):
             return T("DOUBLE")
-        if any(t.name == "FLOAT" for t in known):
+        if "FLOAT" in (a.name, b.name):
             return T("FLOAT")
-        return _dec_max(known)
-    if all(is_text(t) for t in known):
-        return T("VARCHAR")
-    if all(t.name == "BOOLEAN" for t in known):
-        return T("BOOLEAN")
-    if all(t.name in TEMPORAL for t in known):
-        return T(max((t.name for t in known), key=TEMPORAL.index))
-    kinds = sorted({t.name for t in known})
-    if any(is_text(t) for t in known) and any(t.lit == "int" or is_num(t) for t in known):
-        raise _type_error(f"{what} mixes {' and '.join(kinds)}; cast one of them", node)
-    raise _unsupported(f"{what} over {' and '.join(kinds)}", node)
+        return _dec_max([a, b])
+    if a.name == b.name and a.name in ("VARCHAR", "BOOLEAN"):
+        return T(a.name)
+    if a.name in TEMPORAL and b.name in TEMPORAL:
+        return T(max(a.name, b.name, key=TEMPORAL.index))
+    if (is_text(a) and is_num(b)) or (is_num(a) and is_text(b)):
+        raise _type_error(f"{what} mixes {a.name} and {b.name}; cast one of them", node)
+    raise _unsupported(f"{what} over {a.name} and {b.name}", node)
 
 
 def comparable(a: T, b: T, node: P.Node, what: str) -> None:
@@ -339,7 +345,7 @@ class _Typer:
         if isinstance(q.body, P.SetOp):
             branches = []
             self._branches(q.body, branches)
-            typed = [self.select(b, ctes, ()) for b in branches]
+            typed = [self.select(b, ctes, (), named=k == 0) for k, b in enumerate(branches)]
             first = typed[0][0]
             for k, (cols, _) in enumerate(typed[1:], 1):
                 if len(cols) != len(first):
@@ -347,7 +353,7 @@ class _Typer:
                                       branches[k])
             out = []
             for j, col in enumerate(first):
-                t = unify([cols[j].t for cols, _ in typed], branches[1], "UNION ALL")
+                t = unify([cols[j].t.plain() for cols, _ in typed], branches[1], "UNION ALL")
                 out.append(_Col(col.name, t.plain(), col.item, col.expr_text, col.cast_operand, None))
             for o in q.order_by:
                 self._order_setop(o, out)
@@ -423,7 +429,9 @@ class _Typer:
         raise _unsupported("this FROM item", node)
 
     # -- SELECT
-    def select(self, s: P.Select, ctes, order_by) -> tuple[list[_Col], "_Scope"]:
+    def select(self, s: P.Select, ctes, order_by, named: bool = True) -> tuple[list[_Col], "_Scope"]:
+        """The columns of one SELECT; `named` is false for a later UNION ALL branch, whose names DuckDB
+        ignores (the first branch names the result)."""
         rels = self.from_(s.from_, ctes)
         scope = _Scope(rels, s, "SELECT")
         aliases = {it.alias.lower(): it for it in s.items if it.alias}
@@ -438,6 +446,8 @@ class _Typer:
                 name = it.alias
             elif isinstance(it.expr, P.Column):
                 name = scope.resolve(it.expr)[2]
+            elif not named:
+                name = ""
             else:
                 raise TypeFailure("TRANSFORM_SQL_UNNAMED_COLUMN",
                                   f"the select item {self._text(it.expr)!r} has no name; write "
@@ -630,8 +640,8 @@ class _Typer:
             else:
                 for cond, _ in e.whens:
                     self._boolean(self.expr(cond, scope), cond, "WHEN")
-            branches = [self.expr(v, scope) for _, v in e.whens]
-            branches.append(self.expr(e.else_, scope) if e.else_ is not None else T(NULL))
+            branches = [self.expr(e.else_, scope) if e.else_ is not None else T(NULL)]
+            branches.extend(self.expr(v, scope) for _, v in e.whens)
             return unify(branches, e, "CASE").plain()
         if isinstance(e, P.Func):
             return self.func(e, scope)
@@ -717,7 +727,8 @@ class _Typer:
             s = s1 + s2
             if s > 38:
                 raise _type_error("a decimal product with a scale above 38", e)
-            return dec(p1 + p2, s)
+            # DuckDB multiplies two decimals that fit 64 bits in 64 bits: the width stops at 18
+            return dec(min(p1 + p2, 18) if p1 <= 18 and p2 <= 18 else p1 + p2, s)
         if op == "%":
             return _dec_max([a, b])
         raise _unsupported(f"the operator {op}", e)
