@@ -294,3 +294,22 @@ def test_explain_prints_each_new_code(code):
 def test_explain_prints_the_mismatch_code():
     result = CliRunner().invoke(cli, ["explain", "TRANSFORM_COLUMN_TYPE_MISMATCH"])
     assert result.exit_code == 0 and "cast(page_ordinal as integer)" in result.stdout
+
+
+def test_escapes_before_the_bare_column_count_as_one_character_each():
+    """D-70: a \\u escape (and a surrogate pair) inside the JSON string is the one character it stands
+    for in the SQL, so the file column still lands on the bare column."""
+    sql = "select 'é😀' as page_id,\n  page_ordinal from council_decisions"
+    text = json.dumps(dataset(table(sql=sql)))          # ensure_ascii: é and 😀 written as \\u escapes
+    assert "\\ud83d\\ude00" in text
+    (refusal,) = register_bytes(text).refusals
+    assert refusal.code == "TRANSFORM_COLUMN_TYPE_MISMATCH"
+    assert text[refusal.column - 1:].startswith("page_ordinal from")
+
+
+def test_a_with_query_named_as_a_non_collection_source_reads_no_source():
+    """D-70: what a table reads is what the SQL contract's parser reads, WITH queries excepted."""
+    sql = "with notes as (select page_id from council_decisions) select page_id from notes"
+    document = dataset(table(sql=sql, columns=(("page_id", "string"),)), sources=[copy.deepcopy(SOURCE), feed()])
+    registration = register_document(document)
+    assert registration.registrable, [str(r) for r in registration.refusals]
