@@ -19,7 +19,8 @@ PROTOCOL_VERSIONS = (1, 2)
 # may be skipped by a harness that does not announce it. A run that skips a required case
 # is not green.
 REQUIRED_CAPABILITIES = ("registration", "runs", "inline", "loopback")   # the mode's own one only
-OPTIONAL_CAPABILITIES = ("codes:collection-v1", "clock_advance", "deadline", "action_plan", "virtual_clock")
+OPTIONAL_CAPABILITIES = ("codes:collection-v1", "clock_advance", "deadline", "action_plan", "virtual_clock",
+                         "transform:collection-v1")
 def _package_root():
     """The package's folder, or (run from collection-conformance.pyz) its place in the zip,
     read through importlib.resources; both answer iterdir, joinpath and read_text."""

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from collection.cli import cli
 from collection.recipe.registration import register_document
+from collection.recipe.resources import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
@@ -94,3 +95,85 @@ def test_the_fixtures_are_what_the_generator_writes():
     spec.loader.exec_module(module)
     for name in module.FIXTURES:
         assert (ROOT / "docs" / "examples" / f"{name}.fixture.json").read_text(encoding="utf-8") == module.render(name)
+
+
+# --- "Typed tables": each transform registers beside its recipe, runs in DuckDB over that recipe's
+# relation, and each column left bare is refused exactly as the guide shows (issue 25 point 6) ------
+
+GUIDE = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
+TABLE_BLOCK = re.compile(r"<!-- (tables-for|bare-for): (\S+) -->\n```json\n(.*?)```"
+                         r"(?:\s*<!-- refusal -->\n```text\n(.*?)```)?", re.S)
+TABLES = [(kind, target, json.loads(text), shown) for kind, target, text, shown in TABLE_BLOCK.findall(GUIDE)]
+DEMO = {"fixtures/recipes/council_decisions.json": "fixtures/council_decisions/council_decisions.fixture.json.gz"}
+
+
+def _recipe_and_fixture(target):
+    if target in DEMO:
+        return json.loads((ROOT / target).read_text(encoding="utf-8")), DEMO[target]
+    (found,) = [(recipe, fixture) for _, fixture, recipe in RECIPES if recipe["name"] == target]
+    return found
+
+
+def _dataset_file(tmp_path, target, block):
+    recipe, _ = _recipe_and_fixture(target)
+    path = tmp_path / "dataset.json"
+    path.write_text(json.dumps({"name": "guide", "sources": [recipe], **block}, indent=2), encoding="utf-8")
+    return path
+
+
+def test_the_guide_has_a_transform_and_a_bare_column_for_every_family_and_the_spec():
+    """issue 25 point 6: one transform per Reader family, and the specification's own example."""
+    families = set()
+    for kind in ("tables-for", "bare-for"):
+        targets = [target for k, target, _, _ in TABLES if k == kind]
+        assert "fixtures/recipes/council_decisions.json" in targets, kind
+        for target in targets:
+            recipe, _ = _recipe_and_fixture(target)
+            families |= {p["value"] for p in recipe["connector"]["parameters"] if p["name"] == "reader.family_id"}
+    assert families == {"html.tabular", "html.web_extract", "json.tabular", "xml.tabular"}
+    spec = load_schema("dataset.schema.json")["properties"]["tables"]["examples"][0][0]
+    assert [b for k, t, b, _ in TABLES if k == "tables-for" and t in DEMO] == [{"tables": [spec]}]
+    assert all(shown for k, _, _, shown in TABLES if k == "bare-for")
+
+
+@pytest.mark.parametrize("target, block", [(t, b) for k, t, b, _ in TABLES if k == "tables-for"],
+                         ids=[t.rsplit("/", 1)[-1] for k, t, _, _ in TABLES if k == "tables-for"])
+def test_guide_transform_registers_and_duckdb_builds_it_with_the_declared_types(tmp_path, target, block):
+    """PROV-16, PROV-19, PROV-21, D-69: validate accepts it; DuckDB, over the relation the recipe's
+    fixture gives (every column VARCHAR), runs it and gives types that fit the declared ones."""
+    import duckdb
+
+    from collection.transform.types import accepts
+
+    path = _dataset_file(tmp_path, target, block)
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    recipe, fixture = _recipe_and_fixture(target)
+    source = tmp_path / "source.json"
+    source.write_text(json.dumps(recipe), encoding="utf-8")
+    state = tmp_path / "state"
+    run = CliRunner().invoke(cli, ["run", str(source), "--state", str(state), "--replay", str(ROOT / fixture)])
+    assert run.exit_code == 0, run.output
+    db = duckdb.connect()
+    db.execute(f"create table {recipe['name']} as select * from read_csv(?, header = true, all_varchar = true, "
+               "delim = ',', quote = '\"', escape = '\"')", [str(state / "current" / "relation.csv")])
+    for table in block["tables"]:
+        described = db.execute(f"describe {table['sql']}").fetchall()
+        assert [row[0] for row in described] == [c["name"] for c in table["columns"]]
+        for row, column in zip(described, table["columns"]):
+            assert accepts(column["type"], row[1]), (table["name"], column, row[1])
+        rows = db.execute(f"select count(*) from ({table['sql']})").fetchone()[0]
+        assert rows > 0, table["name"]
+
+
+@pytest.mark.parametrize("target, block, shown", [(t, b, s) for k, t, b, s in TABLES if k == "bare-for"],
+                         ids=[t.rsplit("/", 1)[-1] for k, t, _, _ in TABLES if k == "bare-for"])
+def test_guide_bare_column_is_refused_exactly_as_shown(tmp_path, target, block, shown):
+    """PROV-18, REF-08, D-49, D-70: the refusal the guide prints is validate's own text output for the
+    dataset written as `json.dumps(document, indent=2)` in `dataset.json`."""
+    path = _dataset_file(tmp_path, target, block)
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    got = result.stdout.replace(str(path), "dataset.json").strip()
+    assert " TRANSFORM_COLUMN_TYPE_MISMATCH at /tables/0/sql: " in got
+    assert got == shown.strip()

@@ -86,6 +86,10 @@ class LineIndex:
         line = bisect_right(self._starts, offset)
         return line, offset - self._starts[line - 1] + 1
 
+    def offset(self, line: int, column: int) -> int:
+        """The character offset of a (line, column) that position() gave."""
+        return self._starts[line - 1] + column - 1
+
 
 def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
     line = data.count(b"\n", 0, offset) + 1

@@ -104,10 +104,43 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Column:
+    """A table's declared column: its name as the SELECT gives it and one of DECLARED_TYPES."""
+
+    name: str
+    type: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """One typed table of the transform (D-69): a DuckDB SELECT over the dataset's sources."""
+
+    name: str
+    sql: str
+    columns: tuple[Column, ...]
+    description: str | None = None
+
+    @property
+    def declared(self) -> tuple[tuple[str, str], ...]:
+        """(name, declared type) in the SELECT's output order, as the SQL contract takes them."""
+        return tuple((column.name, column.type) for column in self.columns)
+
+
+@dataclass(frozen=True)
 class Dataset:
     name: str
     description: str | None
     sources: tuple[Source, ...]
+    tables: tuple[Table, ...] = ()
+
+
+def tables_from(doc: list[dict[str, Any]] | None) -> tuple[Table, ...]:
+    """The tables of a dataset document that registration accepted."""
+    return tuple(Table(table["name"], table["sql"],
+                       tuple(Column(c["name"], c["type"], c.get("description")) for c in table["columns"]),
+                       table.get("description"))
+                 for table in doc or ())
 
 
 def pages_from(doc: dict[str, Any]) -> Pages:

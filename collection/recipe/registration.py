@@ -5,7 +5,8 @@ Three layers, each reporting refusals rather than stopping at the first:
 2. the JSON Schemas (schemas/source.schema.json, schemas/dataset.schema.json): every
    member, bound, default and enum the schemas can state;
 3. the rules a schema cannot state (REG-*, PAG-15, D-38 to D-43): cross-member sums,
-   origins, the Reader pin, pointers, selectors, explicit members.
+   origins, the Reader pin, pointers, selectors, explicit members; a dataset's tables and
+   their SQL contract (collection.recipe.tables, D-69, D-70).
 Refusals come back in document order, each with its code, pointer, line and column.
 No network, no file: `validate --probe` is the shell's business (D-59).
 """
@@ -27,13 +28,15 @@ from collection import urls
 from collection.canonical import canonical_json
 from collection.codes import CATALOGUE
 from collection.discover.driver import ALLOWED_PAGINATION as PAGINATION_FOR_DISCOVERY
-from collection.recipe.model import COLLECTION_ADAPTER, HOSTED_ADAPTER, PROVENANCE_COLUMNS, Dataset, ReaderPin, Source, source_from
+from collection.recipe.model import COLLECTION_ADAPTER, HOSTED_ADAPTER, PROVENANCE_COLUMNS, Dataset, ReaderPin, Source, \
+    source_from, tables_from
 from collection.discover.pagination import PARAMETER_KINDS as PARAMETER_GRAMMARS
 from collection.recipe.pointer import escape_token, parse_pointer, pointer_hint
 from collection.readers.registry import FAMILIES, options_schema
 from collection.recipe.refusal import Refusal
 from collection.recipe.resources import load_schema
 from collection.recipe.schemacheck import compile_check
+from collection.recipe.tables import SourceColumns, table_refusals
 from collection.readers.selectors import SelectorError, compile_selector
 
 _ORIGIN_SHAPE = re.compile(r"https://[a-z0-9.-]+\Z")
@@ -735,6 +738,7 @@ def _register_dataset(document: dict[str, Any], parsed: jsondoc.Parsed, problems
     refusals = list(_schema_refusals(document, DATASET))
     sources = document.get("sources")
     models: list[Source] = []
+    seen_by_tables: list[SourceColumns] = []
     if isinstance(sources, list):
         names: dict[str, int] = {}
         for index, source in enumerate(sources):
@@ -751,12 +755,18 @@ def _register_dataset(document: dict[str, Any], parsed: jsondoc.Parsed, problems
                                             "source names are distinct within a dataset (REG-05)"))
                 else:
                     names[name] = index
+                # a refused source whose Reader pin stands still gives its tables known columns
+                seen_by_tables.append(SourceColumns(index, name, _get(source, "connector", "adapter_id") == COLLECTION_ADAPTER,
+                                                    reader.relation_columns if reader is not None else None))
             if not source_refusals:
                 models.append(source_from(source, reader))
+    if "tables" in document:
+        refusals.extend(table_refusals(document["tables"], seen_by_tables, refusals, parsed))
     ordered = _ordered(problems + refusals, parsed)
     if ordered:
         return Registration(DATASET, ordered)
-    return Registration(DATASET, (), dataset=Dataset(document["name"], document.get("description"), tuple(models)))
+    return Registration(DATASET, (), dataset=Dataset(document["name"], document.get("description"), tuple(models),
+                                                     tables_from(document.get("tables"))))
 
 
 _PROBLEM_RULES = {

@@ -25,7 +25,7 @@ from datetime import datetime
 
 PROTOCOL_VERSION = 2
 CAPABILITIES = ["inline", "loopback", "registration", "runs", "virtual_clock", "codes:collection-v1",
-                "action_plan", "deadline", "clock_advance"]
+                "action_plan", "deadline", "clock_advance", "transform:collection-v1"]
 
 
 def _csv_rows(handle):

@@ -1501,6 +1501,123 @@ case("coverage", "cov-discovery-failure-with-rows", "A discovery refusal on a ru
              relation(P("a", ["A1", "A2"]), P("b", ["B1"]), P("c", ["C"])), {"a": fetched(), "b": fetched(), "c": fetched()},
              {"order": [f"{L}?page=1", f"{L}?page=2", f"{H}/p/c"]}))])
 
+# --- registration: a dataset's tables (the transform), read as collection's D-69 shapes them ------
+# The specification fixes what the transform is handed (PROV-16: every column VARCHAR) and when a
+# column is refused (PROV-18, PROV-20, REF-08, D-49), not how a recipe writes it down: these cases
+# need the optional capability transform:collection-v1 (the `tables` member of a dataset document).
+TRANSFORM = ["transform:collection-v1"]
+SPEC_SQL = ("select page_id,\n       cast(page_ordinal as integer) as page_ordinal,\n"
+            "       cast(page_revision as integer) as page_revision,\n"
+            "       cast(page_fetched_at as timestamp with time zone) as page_fetched_at,\n"
+            "       cast(page_discovered_at as timestamp with time zone) as page_discovered_at,\n"
+            "       title, story\nfrom council_decisions")
+SPEC_COLUMNS = [("page_id", "string"), ("page_ordinal", "integer"), ("page_revision", "integer"),
+                ("page_fetched_at", "timestamp"), ("page_discovered_at", "timestamp"), ("title", "string"),
+                ("story", "string")]
+
+
+def tables_dataset(*tables, sources=None) -> dict:
+    return {"name": "council", "sources": sources or [copy.deepcopy(EXAMPLE)],
+            "tables": [{"name": name, "sql": sql, "columns": [{"name": n, "type": t} for n, t in columns]}
+                       for name, sql, columns in tables]}
+
+
+def feed_source() -> dict:
+    """A source with another adapter: registrable, but no Reader pin and so no known columns."""
+    doc = {k: copy.deepcopy(v) for k, v in EXAMPLE.items() if k not in ("collection", "limits")}
+    doc["name"] = "notes"
+    doc["connector"] = {"adapter_id": "public.https.feed@1.0.0", "credential_mode": "none"}
+    return doc
+
+
+def treg(cid, description, clauses, doc, refusals=(), registrable=False) -> None:
+    reg(cid, description, clauses, doc, registrable=registrable, refusals=refusals, requires=TRANSFORM)
+
+
+treg("reg-transform-spec-example", "The specification's transform, as written, registers beside its source: provenance cast as PROV-19 says, page_id and the Reader's columns bare into string columns.",
+     ["PROV-02", "PROV-16", "PROV-19", "PROV-21", "PROV-22"],
+     tables_dataset(("decisions", SPEC_SQL, SPEC_COLUMNS)), registrable=True)
+treg("reg-transform-bare-page-ordinal", "page_ordinal selected bare into a column declared integer is TRANSFORM_COLUMN_TYPE_MISMATCH, found without data.",
+     ["PROV-17", "PROV-18", "REF-08"],
+     tables_dataset(("decisions", "select page_id,\n       page_ordinal\nfrom council_decisions",
+                     [("page_id", "string"), ("page_ordinal", "integer")])),
+     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
+treg("reg-transform-bare-reader-column", "A Reader column arrives as VARCHAR too: selected bare into a non-string column it is TRANSFORM_COLUMN_TYPE_MISMATCH.",
+     ["PROV-16", "D-49"],
+     tables_dataset(("decisions", "select page_id, title as decided_on from council_decisions",
+                     [("page_id", "string"), ("decided_on", "date")])),
+     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
+treg("reg-transform-plain-timestamp", "A cast to plain timestamp into a column declared timestamp is TRANSFORM_COLUMN_TYPE_MISMATCH: only TIMESTAMP WITH TIME ZONE fits.",
+     ["PROV-20", "D-49"],
+     tables_dataset(("decisions", "select page_id, cast(page_fetched_at as timestamp) as page_fetched_at from council_decisions",
+                     [("page_id", "string"), ("page_fetched_at", "timestamp")])),
+     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
+treg("reg-transform-cast-into-string", "A provenance column cast to a number for a column declared string is TRANSFORM_COLUMN_TYPE_MISMATCH: the declared type is the one the build stores.",
+     ["PROV-21", "D-49"],
+     tables_dataset(("decisions", "select cast(page_id as integer) as page_id from council_decisions", [("page_id", "string")])),
+     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
+treg("reg-transform-two-mismatches", "Each mismatched column is its own refusal, both at the table's SQL.",
+     ["PROV-18", "PROV-19"],
+     tables_dataset(("decisions", "select page_revision, page_discovered_at from council_decisions",
+                     [("page_revision", "integer"), ("page_discovered_at", "timestamp")])),
+     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
+treg("reg-transform-second-table", "A refusal in the second table points into the second table; the first, correct, is not refused.",
+     ["PROV-18"],
+     tables_dataset(("decisions", SPEC_SQL, SPEC_COLUMNS),
+                    ("ordinals", "select page_ordinal from council_decisions", [("page_ordinal", "integer")])),
+     [("/tables/1/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
+treg("reg-transform-copy-statement", "A table's SQL is one SELECT: COPY ... TO is refused without running anything.",
+     ["PROV-16"],
+     tables_dataset(("decisions", "copy (select page_id from council_decisions) to '/tmp/out.csv'", [("page_id", "string")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_NOT_ONE_SELECT")])
+treg("reg-transform-attach", "ATTACH is not a SELECT and is refused.",
+     ["PROV-16"],
+     tables_dataset(("decisions", "attach '/tmp/other.duckdb' as other", [("page_id", "string")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_NOT_ONE_SELECT")])
+treg("reg-transform-read-csv", "A SELECT reading a file (read_csv('/etc/passwd')) reads outside the dataset and is refused.",
+     ["PROV-16"],
+     tables_dataset(("decisions", "select column0 as page_id from read_csv('/etc/passwd')", [("page_id", "string")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_FORBIDDEN")])
+treg("reg-transform-two-statements", "A second statement after the SELECT is refused.",
+     ["PROV-16"],
+     tables_dataset(("decisions", "select page_id from council_decisions; install httpfs", [("page_id", "string")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_NOT_ONE_SELECT")])
+treg("reg-transform-unknown-table", "A table reads only the dataset's sources, by their names.",
+     ["PROV-02"],
+     tables_dataset(("decisions", "select page_id from council_minutes", [("page_id", "string")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_UNKNOWN_TABLE")])
+treg("reg-transform-unknown-column", "A source's columns are its Reader's columns then the seven provenance columns; another name is refused.",
+     ["PROV-02", "PROV-16"],
+     tables_dataset(("decisions", "select page_id, author from council_decisions", [("page_id", "string"), ("author", "string")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_UNKNOWN_COLUMN")])
+treg("reg-transform-column-names-differ", "The SELECT's result names are the declared names, in order.",
+     ["PROV-21"],
+     tables_dataset(("decisions", "select page_url, page_id from council_decisions", [("page_id", "string"), ("page_url", "string")])),
+     [("/tables/0/sql", "TRANSFORM_COLUMN_NAMES_DIFFER")])
+treg("reg-transform-type-not-declared", "A declared type outside the closed set (varchar) is refused at the column's type.",
+     ["PROV-21"],
+     tables_dataset(("decisions", "select page_id from council_decisions", [("page_id", "varchar")])),
+     [("/tables/0/columns/0/type", "SCHEMA_ENUM")])
+treg("reg-transform-table-named-as-source", "A table named as a source would mean that source in the SQL; it is refused at its name.",
+     ["PROV-02"],
+     tables_dataset(("council_decisions", "select page_id from council_decisions", [("page_id", "string")])),
+     [("/tables/0/name", "TABLE_NAME_IS_SOURCE")])
+treg("reg-transform-duplicate-table-name", "Two tables of one name are refused at the second.",
+     ["PROV-02"],
+     tables_dataset(("decisions", "select page_id from council_decisions", [("page_id", "string")]),
+                    ("decisions", "select page_url from council_decisions", [("page_url", "string")])),
+     [("/tables/1/name", "TABLE_DUPLICATE_NAME")])
+treg("reg-transform-duplicate-column", "Column names compare ignoring case, as DuckDB compares identifiers: Title and title are one name.",
+     ["PROV-21"],
+     tables_dataset(("decisions", "select title as Title, story as title from council_decisions",
+                     [("Title", "string"), ("title", "string")])),
+     [("/tables/0/columns/1/name", "TABLE_DUPLICATE_COLUMN")])
+treg("reg-transform-non-collection-source", "A table reading a source that is not a collection (no Reader pin, no known columns) is refused.",
+     ["PROV-02"],
+     tables_dataset(("decisions", "select page_id from notes", [("page_id", "string")]),
+                    sources=[copy.deepcopy(EXAMPLE), feed_source()]),
+     [("/tables/0/sql", "TABLE_SOURCE_NOT_COLLECTION")])
+
 # --- refusals -----------------------------------------------------------------------------
 case("refusals", "ref-discovery-failed", "Listing fails on a first run: COLLECTION_DISCOVERY_FAILED, and a later run starts as if nothing had been written.",
      ["REF-03", "REF-04"], recipe(),
