@@ -173,6 +173,10 @@ REFUSALS = [
     ("unknown-function", "select levenshtein(title, 'x') as d from notices", "TRANSFORM_SQL_UNSUPPORTED", 1, 8),
     ("unknown-type", "select cast(title as uuid) as u from notices", "TRANSFORM_SQL_UNSUPPORTED", 1, 22),
     ("deep-nesting", "select " + "(" * 500 + "1" + ")" * 500 + " as x", "TRANSFORM_SQL_UNSUPPORTED", 1, None),
+    ("long-chain", "select " + "1 + " * 3000 + "1 as x", "TRANSFORM_SQL_UNSUPPORTED", 1, None),
+    ("long-union", "select 1 as x" + " union all select 1" * 2000, "TRANSFORM_SQL_UNSUPPORTED", 1, None),
+    ("long-and", "select 1 as x from notices where " + "title = 'a' and " * 2000 + "true",
+     "TRANSFORM_SQL_UNSUPPORTED", 1, None),
     ("unnamed", "select cast(page_ordinal as integer) from notices", "TRANSFORM_SQL_UNNAMED_COLUMN", 1, 8),
     # types DuckDB refuses too
     ("varchar-arithmetic", "select page_ordinal + 1 as n from notices", "TRANSFORM_SQL_TYPE_ERROR", 1, 8),

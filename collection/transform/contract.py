@@ -84,7 +84,7 @@ def _parse(table: str, sql: str) -> sqlparse.Query:
         raise SqlError(_finding(table, sql, _PARSE_CODES[e.kind], text, e.pos)) from None
 
 
-def statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
+def _statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
     """Only the parts that need no typing: one SELECT inside the subset, no forbidden statement or
     function, reads only `sources` (and its own WITH queries)."""
     try:
@@ -98,7 +98,7 @@ def _statement(table: str, sql: str, query: sqlparse.Query, sources: Mapping[str
     return [_finding(table, sql, p.code, p.message, p.pos) for p in typer.statement_problems(query, sources)]
 
 
-def infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
+def _infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
     """The result's (name, DuckDB type) list, as DuckDB's DESCRIBE would give it; SqlError when the SQL
     cannot be typed (outside the subset, an unknown name, an operation DuckDB refuses)."""
     return [(c.name, c.type) for c in _infer("<sql>", sql, sources)]
@@ -117,7 +117,7 @@ def _infer(table: str, sql: str, sources: Mapping[str, Sequence[str]],
         raise SqlError(_finding(table, sql, e.code, e.message, e.pos)) from None
 
 
-def check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
+def _check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
                 sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
     """Everything validate checks, without an engine: exactly one SELECT inside the supported subset,
     reads only `sources`, names only their columns, result names == declared names, result types
@@ -144,7 +144,7 @@ class _Origin:
     cast_operand: str | None = None   # when the item is a cast, its operand: the fix recasts that
 
 
-def compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
+def _compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
                     actual: Sequence[tuple[str, str]], *,
                     sources: Mapping[str, Sequence[str]] | None = None) -> list[SqlFinding]:
     """Names and types of a result (from the pure typer, or from DuckDB's DESCRIBE at build time)
@@ -232,3 +232,59 @@ def _compare(table: str, sql: str, declared: Sequence[tuple[str, str]], actual: 
             f"column {dname!r} is declared {dtype} but the SELECT gives {shown}{why}; write {fix}",
             origin.pos, column=dname, declared=dtype, actual=shown, fix=fix))
     return findings
+
+
+# The parser bounds nesting and tree depth (sqlparse.MAX_DEPTH, MAX_TREE_DEPTH) well inside Python's
+# recursion limit; these wrappers are the last guard for a caller that is itself deep in the stack,
+# so a hostile statement is a refusal, never a traceback.
+
+def _too_deep(table: str, sql: str) -> SqlFinding:
+    return _finding(table, sql, "TRANSFORM_SQL_UNSUPPORTED",
+                    "a statement nested too deeply to check is outside the typed subset (docs/transform.md)", 0)
+
+
+def statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
+    """Only the parts that need no typing: one SELECT inside the subset, no forbidden statement or
+    function, reads only `sources` (and its own WITH queries). `collection build` calls this before
+    it gives the SQL to DuckDB."""
+    try:
+        return _statement_findings(table, sql, sources)
+    except RecursionError:
+        return [_too_deep(table, sql)]
+
+
+def check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
+                sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
+    """Everything validate checks, without an engine: exactly one SELECT inside the supported subset,
+    reads only `sources`, names only their columns, result names == declared names, result types
+    accepted (types.accepts)."""
+    try:
+        return _check_table(table, sql, declared, sources)
+    except RecursionError:
+        return [_too_deep(table, sql)]
+
+
+def compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
+                    actual: Sequence[tuple[str, str]], *,
+                    sources: Mapping[str, Sequence[str]] | None = None) -> list[SqlFinding]:
+    """Names and types of a result (from the pure typer, or from DuckDB's DESCRIBE at build time)
+    against the declaration: the one place TRANSFORM_COLUMN_TYPE_MISMATCH and the column-name
+    refusals are made, so validate and build give the same verdict, column and types.
+
+    Given `sources` (build has them), a column that a `*` gave is placed exactly as check_table
+    places it even when the select list holds several stars; without, all of those columns point
+    at the first star."""
+    try:
+        return _compare_columns(table, sql, declared, actual, sources=sources)
+    except RecursionError:
+        return [_too_deep(table, sql)]
+
+
+def infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
+    """The pure typer: the result's (name, DuckDB type) list, as DuckDB's DESCRIBE gives it. Raises
+    SqlError (carrying a SqlFinding) when the SQL cannot be typed (outside the subset, an unknown
+    name, an operation DuckDB refuses). The differential test compares this with DESCRIBE."""
+    try:
+        return _infer_columns(sql, sources)
+    except RecursionError:
+        raise SqlError(_too_deep("<sql>", sql)) from None

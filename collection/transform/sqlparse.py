@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-MAX_DEPTH = 64
+MAX_DEPTH = 40          # nested parentheses, calls and subqueries while parsing (each costs ~12 frames)
+MAX_TREE_DEPTH = 150    # the finished tree, where a long a + b + c … chain counts each operator
 
 
 class ParseError(Exception):
@@ -373,6 +374,8 @@ class Parser:
             raise ParseError("statement", f"{t.text!r} does not start a SELECT statement", t.pos)
         q = self.query()
         if self.accept_op(";"):
+            while self.accept_op(";"):
+                pass      # empty statements after it, as DuckDB allows
             if self.tok.kind != "eof":
                 raise ParseError("statement", "more than one statement; a table is exactly one SELECT", self.tok.pos)
         elif self.tok.kind != "eof":
@@ -585,6 +588,7 @@ class Parser:
             if self.is_word("select", "with"):
                 q = self.query()
                 self.expect_op(")")
+                self.no_sampling_or_pivot()
                 alias, _ = self.alias(after_expr=False)
                 self.no_column_aliases()
                 return SubqueryRef(t.pos, self.last_end, q, alias)
@@ -605,12 +609,16 @@ class Parser:
             raise ParseError("forbidden", f"the table function {name}(…): a table reads only the dataset's "
                              "sources, never a function's rows", t.pos)
         end = self.last_end
+        self.no_sampling_or_pivot()
         alias, _ = self.alias(after_expr=False)
         self.no_column_aliases()
-        if self.is_word("tablesample", "using"):
-            if self.is_word("tablesample"):
-                raise self.unsupported("TABLESAMPLE")
+        self.no_sampling_or_pivot()
         return TableRef(t.pos, self.last_end if alias else end, name, alias)
+
+    def no_sampling_or_pivot(self) -> None:
+        # not reserved words in DuckDB, so without this they would be read as an alias
+        if self.is_word("tablesample", "pivot", "unpivot"):
+            raise self.unsupported(self.tok.value.upper())
 
     def no_column_aliases(self) -> None:
         if self.is_op("("):
@@ -990,4 +998,21 @@ def _respan(e: Node, pos: int, end: int) -> Node:
 
 def parse(sql: str) -> Query:
     """The one statement of `sql`, or ParseError."""
-    return Parser(sql).statement()
+    query = Parser(sql).statement()
+    _check_depth(query)
+    return query
+
+
+def _check_depth(root: Node) -> None:
+    """Refuse a tree deeper than MAX_TREE_DEPTH before anything walks it recursively. The parser
+    builds a + b + c … and UNION ALL chains in loops, so their depth is bounded only here."""
+    stack: list[tuple[object, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Node):
+            if depth > MAX_TREE_DEPTH:
+                raise ParseError("unsupported", f"an expression or query nested more than {MAX_TREE_DEPTH} levels "
+                                 "deep (each operator of a long chain counts)", node.pos)
+            stack.extend((v, depth + 1) for v in vars(node).values() if isinstance(v, (Node, tuple)))
+        elif isinstance(node, tuple):
+            stack.extend((v, depth) for v in node if isinstance(v, (Node, tuple)))
