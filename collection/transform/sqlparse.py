@@ -267,6 +267,42 @@ on only or order outer over primary qualify references returning right select se
 some symmetric table then to trailing true union unique using when where window with within glob
 """.split())
 
+# words DuckDB 2.0.1 does not take as an alias without AS (`select a year` is a syntax error there)
+NO_BARE_ALIAS = frozenset("""
+all analyse analyze and anti any array as asc asof asymmetric at authorization binary both by case cast
+centuries century check collate collation column concurrently constraint create cross day days decade decades
+default deferrable desc describe distinct do else end escape except exclude export_state false fetch filter
+for foreign freeze from full glob group having hour hours ignore ilike in initially inner intersect into is
+join lambda lateral leading left like limit microsecond microseconds millennia millennium millisecond
+milliseconds minute minutes month months natural not null offset on only or order outer over overlaps pivot
+pivot_longer pivot_wider placing positional precision primary qualify quarter quarters references rename
+replace respect returning right second seconds select semi show similar some summarize symmetric table
+tablesample then to trailing true union unique unpack unpivot using variadic varying verbose week weeks when
+where window with within without year years
+""".split())
+
+# words DuckDB 2.0.1 does not take as a FROM alias, with or without AS
+NO_TABLE_ALIAS = frozenset("""
+all analyse analyze and anti any array as asc asof asymmetric at authorization binary both by case cast check
+collate collation column concurrently constraint create cross default deferrable desc describe distinct do
+else end except false fetch for foreign freeze from full glob group having ilike in initially inner intersect
+into is isnull join lambda lateral leading left like limit natural not notnull null offset on only or order
+outer overlaps pivot pivot_longer pivot_wider placing positional primary qualify references returning right
+select semi show similar some summarize symmetric table tablesample then to trailing true union unique unpack
+unpivot using variadic verbose when where window with
+""".split())
+
+# words DuckDB 2.0.1 does not take as an unquoted, unqualified column name (quote them: "order")
+NO_COLUMN = frozenset("""
+all analyse analyze and anti any array as asc asof asymmetric at authorization binary both by case cast check
+collate collation column concurrently constraint create cross default deferrable desc describe distinct do
+else end except false fetch for foreign freeze from full glob group having ilike in initially inner intersect
+into is isnull join lambda lateral leading left like limit natural not notnull offset on only or order outer
+overlaps pivot pivot_longer pivot_wider placing positional primary qualify references returning right select
+semi show similar some summarize symmetric table tablesample then to trailing true union unique unpack unpivot
+using variadic verbose when where window with
+""".split())
+
 # statements that are not a SELECT, named so the refusal can say what it saw
 NOT_SELECT = frozenset("""
 insert update delete merge create drop alter truncate copy attach detach pragma install load set reset call
@@ -513,9 +549,12 @@ class Parser:
     def alias(self, after_expr: bool) -> tuple[str | None, int | None]:
         if self.accept_word("as"):
             t = self.tok
+            if not after_expr and t.kind == "ident" and t.value in NO_TABLE_ALIAS:
+                raise self.syntax("expected an alias after AS")
             return self.ident("an alias after AS"), t.pos
         t = self.tok
-        if t.kind == "qident" or (t.kind == "ident" and t.value not in RESERVED):
+        refused = NO_BARE_ALIAS if after_expr else NO_TABLE_ALIAS
+        if t.kind == "qident" or (t.kind == "ident" and t.value not in RESERVED and t.value not in refused):
             self.next()
             return self.name_of(t), t.pos
         if t.kind == "string" and after_expr:
@@ -942,6 +981,8 @@ class Parser:
         name = self.name_of(t)
         if self.is_op("(") and t.kind == "ident":
             return self.call(t)
+        if t.kind == "ident" and t.value in NO_COLUMN and not self.is_op("."):
+            raise ParseError("syntax", f"{t.text!r} is a keyword, not a column name; quote it: \"{t.text}\"", t.pos)
         parts = [name]
         while self.is_op("."):
             self.next()

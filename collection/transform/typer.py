@@ -699,7 +699,8 @@ class _Typer:
                 raise _type_error(f"{op} applied to {t.name}; cast it to a number first "
                                   f"(cast({self._text(side)} as integer))", side)
         if a.name in TEMPORAL or b.name in TEMPORAL:
-            if a.name == "DATE" and is_int(b) and op in ("+", "-"):
+            if a.name == "DATE" and b.name in ("TINYINT", "SMALLINT", "INTEGER") and op in ("+", "-"):
+                # DuckDB adds days as INTEGER: a BIGINT or HUGEINT (or a literal past 2^31) has no `+`
                 return T("DATE")
             if a.name == "DATE" and b.name == "DATE" and op == "-":
                 return T("BIGINT")
