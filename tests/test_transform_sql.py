@@ -187,7 +187,10 @@ REFUSALS = [
     ("not-grouped", "select title, count(*) as n from notices", "TRANSFORM_SQL_AGGREGATE", 1, 8),
     ("aggregate-in-where", "select title from notices where count(*) > 1", "TRANSFORM_SQL_AGGREGATE", 1, 33),
     ("nested-aggregate", "select sum(count(*)) as n from notices", "TRANSFORM_SQL_AGGREGATE", 1, 12),
-    # syntax
+    # syntax, including the keywords DuckDB refuses where they stand
+    ("keyword-as-bare-alias", "select title year from notices", "TRANSFORM_SQL_SYNTAX", 1, 14),
+    ("keyword-as-column", "select title,\n  order from notices", "TRANSFORM_SQL_SYNTAX", 2, 3),
+    ("chained-comparison", "select 1 < 2 < 3 as x", "TRANSFORM_SQL_SYNTAX", 1, 8),
     ("unclosed-string", "select 'abc as x from notices", "TRANSFORM_SQL_SYNTAX", 1, 8),
     ("unclosed-comment", "select 1 as x /* never", "TRANSFORM_SQL_SYNTAX", 1, 15),
     ("missing-from-table", "select title from", "TRANSFORM_SQL_SYNTAX", 1, 18),
@@ -261,3 +264,10 @@ def test_the_contract_module_does_not_import_duckdb():
             "print('duckdb' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_keywords_are_columns_when_quoted_or_qualified():
+    """D-68: a Reader column named like a keyword is read as DuckDB reads it: quoted or qualified."""
+    sources = {"s": ["order", "year", "date"] + PROVENANCE}
+    sql = 'select "order", s.year, cast(date as date) as "date" from s'
+    assert infer_columns(sql, sources) == [("order", "VARCHAR"), ("year", "VARCHAR"), ("date", "DATE")]

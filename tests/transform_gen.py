@@ -12,7 +12,8 @@ import random
 
 PROVENANCE = ["page_id", "page_url", "page_fetched_at", "page_content_sha256", "page_revision",
               "page_discovered_at", "page_ordinal"]
-READER_COLUMNS = ["title", "story", "price", "amount", "Published", "tag", "url", "body", "Name", "count_"]
+READER_COLUMNS = ["title", "story", "price", "amount", "Published", "tag", "url", "body", "Name", "count_", "date", "year",
+                  "order", "value", "Two Words"]
 SOURCE_NAMES = ["council_decisions", "notices", "prices", "Events"]
 
 CAST_TYPES = ["integer", "bigint", "smallint", "tinyint", "double", "float", "real", "varchar", "text", "boolean",
@@ -47,7 +48,7 @@ class Gen:
         if self.chance(0.03):
             return "no_such_column"
         q, name = self.pick(cols)
-        text = name if name.islower() or self.chance(0.5) else f'"{name}"'
+        text = name if (name.islower() and self.chance(0.9)) or self.chance(0.5) else f'"{name}"'
         if not name.islower() and not text.startswith('"'):
             text = name.upper() if self.chance(0.3) else name
         return f"{q}.{text}" if q else text

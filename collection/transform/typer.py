@@ -731,7 +731,9 @@ class _Typer:
             # DuckDB multiplies two decimals that fit 64 bits in 64 bits: the width stops at 18
             return dec(min(p1 + p2, 18) if p1 <= 18 and p2 <= 18 else p1 + p2, s)
         if op == "%":
-            return _dec_max([a, b])
+            # the common decimal type, but DuckDB falls back to DOUBLE (it does not cap) past 38 digits
+            s = max(s1, s2)
+            return T("DOUBLE") if max(p1 - s1, p2 - s2) + s > 38 else _dec_max([a, b])
         raise _unsupported(f"the operator {op}", e)
 
     def func(self, e: P.Func, scope: "_Scope") -> T:
