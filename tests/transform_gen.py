@@ -241,7 +241,6 @@ class Gen:
 
     def select(self) -> str:
         frm, cols = self.from_clause()
-        unq = [(None, c) for _, c in cols]
         grouped = self.chance(0.2)
         items = []
         if grouped:

@@ -313,15 +313,19 @@ def first_select(query: P.Query) -> P.Select:
     return body
 
 
-def origin_of(sql: str, item: P.Item):
-    """(pos, expression text, cast operand) of a non-star select item, for a fix."""
-    from collection.transform.contract import _Origin
+@dataclass(frozen=True)
+class Origin:
+    """Where a result column comes from, for a finding's position and its fix."""
+    pos: int                          # where its select item (or the * that gave it) starts
+    expr_text: str                    # the expression as written
+    cast_operand: str | None = None   # when the item is a cast, its operand: the fix recasts that
+
+
+def origin_of(sql: str, item: P.Item) -> Origin:
+    """The origin of a non-star select item."""
     e = item.expr
-    text = sql[e.pos:e.end]
-    operand = None
-    if isinstance(e, P.Cast):
-        operand = sql[e.expr.pos:e.expr.end]
-    return _Origin(item.pos, text, operand)
+    operand = sql[e.expr.pos:e.expr.end] if isinstance(e, P.Cast) else None
+    return Origin(item.pos, sql[e.pos:e.end], operand)
 
 
 def infer(query: P.Query, sources: Mapping[str, Sequence[str]], sql: str | None = None) -> list[OutColumn]:
