@@ -255,11 +255,9 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
                 out.append(Problem("TRANSFORM_SQL_UNSUPPORTED",
                                    f"the function {node.name}() is outside the typed subset (docs/transform.md "
                                    "lists the functions it knows)", node.pos))
-        if isinstance(node, P.Node):
-            for value in vars(node).values():
-                walk(value, ctes)
-        elif isinstance(node, tuple):
-            for value in node:
+        values = vars(node).values() if isinstance(node, P.Node) else node
+        for value in values:
+            if isinstance(value, (P.Node, tuple)):
                 walk(value, ctes)
 
     walk(query, frozenset())
@@ -902,11 +900,8 @@ class _Typer:
 def _has_agg(e) -> bool:
     if isinstance(e, P.Func) and e.name in AGGREGATES:
         return True
-    if isinstance(e, P.Node):
-        return any(_has_agg(v) for v in vars(e).values())
-    if isinstance(e, tuple):
-        return any(_has_agg(v) for v in e)
-    return False
+    values = vars(e).values() if isinstance(e, P.Node) else e if isinstance(e, tuple) else ()
+    return any(_has_agg(v) for v in values if isinstance(v, (P.Node, tuple)))
 
 
 def _dedupe(cols: list[tuple[str, T]]) -> list[tuple[str, T]]:
