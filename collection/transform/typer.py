@@ -355,7 +355,12 @@ class _Typer:
                                       branches[k])
             out = []
             for j, col in enumerate(first):
-                t = unify([cols[j].t.plain() for cols, _ in typed], branches[1], "UNION ALL")
+                try:
+                    t = unify([cols[j].t.plain() for cols, _ in typed], branches[1], "UNION ALL")
+                except TypeFailure as e:
+                    # DuckDB's UNION ALL makes VARCHAR of VARCHAR and a number; the subset asks for the cast
+                    raise _unsupported(f"UNION ALL of different kinds in column {j + 1} ({e.message})",
+                                       branches[1]) from None
                 out.append(_Col(col.name, t.plain(), col.item, col.expr_text, col.cast_operand, None))
             for o in q.order_by:
                 self._order_setop(o, out)
