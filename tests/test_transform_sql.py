@@ -173,6 +173,10 @@ REFUSALS = [
     ("unknown-function", "select levenshtein(title, 'x') as d from notices", "TRANSFORM_SQL_UNSUPPORTED", 1, 8),
     ("unknown-type", "select cast(title as uuid) as u from notices", "TRANSFORM_SQL_UNSUPPORTED", 1, 22),
     ("deep-nesting", "select " + "(" * 500 + "1" + ")" * 500 + " as x", "TRANSFORM_SQL_UNSUPPORTED", 1, None),
+    ("long-chain", "select " + "1 + " * 3000 + "1 as x", "TRANSFORM_SQL_UNSUPPORTED", 1, None),
+    ("long-union", "select 1 as x" + " union all select 1" * 2000, "TRANSFORM_SQL_UNSUPPORTED", 1, None),
+    ("long-and", "select 1 as x from notices where " + "title = 'a' and " * 2000 + "true",
+     "TRANSFORM_SQL_UNSUPPORTED", 1, None),
     ("unnamed", "select cast(page_ordinal as integer) from notices", "TRANSFORM_SQL_UNNAMED_COLUMN", 1, 8),
     # types DuckDB refuses too
     ("varchar-arithmetic", "select page_ordinal + 1 as n from notices", "TRANSFORM_SQL_TYPE_ERROR", 1, 8),
@@ -183,7 +187,10 @@ REFUSALS = [
     ("not-grouped", "select title, count(*) as n from notices", "TRANSFORM_SQL_AGGREGATE", 1, 8),
     ("aggregate-in-where", "select title from notices where count(*) > 1", "TRANSFORM_SQL_AGGREGATE", 1, 33),
     ("nested-aggregate", "select sum(count(*)) as n from notices", "TRANSFORM_SQL_AGGREGATE", 1, 12),
-    # syntax
+    # syntax, including the keywords DuckDB refuses where they stand
+    ("keyword-as-bare-alias", "select title year from notices", "TRANSFORM_SQL_SYNTAX", 1, 14),
+    ("keyword-as-column", "select title,\n  order from notices", "TRANSFORM_SQL_SYNTAX", 2, 3),
+    ("chained-comparison", "select 1 < 2 < 3 as x", "TRANSFORM_SQL_SYNTAX", 1, 8),
     ("unclosed-string", "select 'abc as x from notices", "TRANSFORM_SQL_SYNTAX", 1, 8),
     ("unclosed-comment", "select 1 as x /* never", "TRANSFORM_SQL_SYNTAX", 1, 15),
     ("missing-from-table", "select title from", "TRANSFORM_SQL_SYNTAX", 1, 18),
@@ -257,3 +264,10 @@ def test_the_contract_module_does_not_import_duckdb():
             "print('duckdb' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_keywords_are_columns_when_quoted_or_qualified():
+    """D-68: a Reader column named like a keyword is read as DuckDB reads it: quoted or qualified."""
+    sources = {"s": ["order", "year", "date"] + PROVENANCE}
+    sql = 'select "order", s.year, cast(date as date) as "date" from s'
+    assert infer_columns(sql, sources) == [("order", "VARCHAR"), ("year", "VARCHAR"), ("date", "DATE")]

@@ -12,7 +12,8 @@ import random
 
 PROVENANCE = ["page_id", "page_url", "page_fetched_at", "page_content_sha256", "page_revision",
               "page_discovered_at", "page_ordinal"]
-READER_COLUMNS = ["title", "story", "price", "amount", "Published", "tag", "url", "body", "Name", "count_"]
+READER_COLUMNS = ["title", "story", "price", "amount", "Published", "tag", "url", "body", "Name", "count_", "date", "year",
+                  "order", "value", "Two Words"]
 SOURCE_NAMES = ["council_decisions", "notices", "prices", "Events"]
 
 CAST_TYPES = ["integer", "bigint", "smallint", "tinyint", "double", "float", "real", "varchar", "text", "boolean",
@@ -47,7 +48,7 @@ class Gen:
         if self.chance(0.03):
             return "no_such_column"
         q, name = self.pick(cols)
-        text = name if name.islower() or self.chance(0.5) else f'"{name}"'
+        text = name if (name.islower() and self.chance(0.9)) or self.chance(0.5) else f'"{name}"'
         if not name.islower() and not text.startswith('"'):
             text = name.upper() if self.chance(0.3) else name
         return f"{q}.{text}" if q else text
@@ -240,7 +241,6 @@ class Gen:
 
     def select(self) -> str:
         frm, cols = self.from_clause()
-        unq = [(None, c) for _, c in cols]
         grouped = self.chance(0.2)
         items = []
         if grouped:
@@ -278,13 +278,57 @@ class Gen:
             sql += f" limit {self.rng.randint(0, 100)}"
         return sql
 
+    def typed_inner(self) -> tuple[str, list[str]]:
+        """A SELECT whose columns are all named (c0, c1, …), most of them typed, for use as a WITH query
+        or a subquery: the outer query then works on INTEGER, DECIMAL, DATE … columns, not only VARCHAR."""
+        name = self.pick(list(self.sources))
+        cols = [(None, c) for c in self.sources[name]]
+        items, names = [], []
+        for k in range(self.rng.randint(1, 4)):
+            e = self.pick([self.cast(cols, 2), self.numeric(cols, 3), self.col(cols), self.temporal(cols),
+                           self.predicate(cols, 3), self.literal()])
+            items.append(f"{e} as c{k}")
+            names.append(f"c{k}")
+        return f"select {', '.join(items)} from {name}", names
+
+    def over_inner(self) -> str:
+        inner, names = self.typed_inner()
+        use_cte = self.chance(0.5)
+        cols = [(None, n) for n in names]
+        frm = "w" if use_cte else f"({inner}) q"
+        r = self.rng.random()
+        if r < 0.2:
+            body = f"select * from {frm}"
+        elif r < 0.45:
+            keys = names[:1]
+            body = f"select {keys[0]}, {self.aggregate(cols, 2)} as a1, {self.aggregate(cols, 2)} as a2 " \
+                   f"from {frm} group by {keys[0]}"
+            if self.chance(0.3):
+                body += f" order by {self.pick(['a1', '1', 'count(*)', keys[0]])}"
+        else:
+            items = [f"{self.expr(cols, 1)} as x{k}" for k in range(self.rng.randint(1, 3))]
+            body = f"select {', '.join(items)} from {frm}"
+            if self.chance(0.4):
+                body += f" where {self.predicate(cols, 1)}"
+            if self.chance(0.15):
+                body += " where x0 is not null" if " where " not in body else " and x0 is not null"
+        return f"with w as ({inner}) {body}" if use_cte else body
+
     def statement(self) -> str:
         r = self.rng.random()
         if r < 0.08:
             a, b = self.select(), self.select()
             return f"{a} union all {b}"
         if r < 0.14:
+            a, _ = self.typed_inner()
+            b, _ = self.typed_inner()
+            if a.count(" as c") == b.count(" as c"):
+                return f"{a} union all {b}"
+            return f"{a} union all {b}" if self.chance(0.2) else a
+        if r < 0.17:
             name = self.pick(list(self.sources))
             inner = f"select {', '.join(self.sources[name][:3])} from {name}"
             return f"with w as ({inner}) select * from w"
+        if r < 0.4:
+            return self.over_inner()
         return self.select()

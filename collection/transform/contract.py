@@ -84,9 +84,7 @@ def _parse(table: str, sql: str) -> sqlparse.Query:
         raise SqlError(_finding(table, sql, _PARSE_CODES[e.kind], text, e.pos)) from None
 
 
-def statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
-    """Only the parts that need no typing: one SELECT inside the subset, no forbidden statement or
-    function, reads only `sources` (and its own WITH queries)."""
+def _statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
     try:
         query = _parse(table, sql)
     except SqlError as e:
@@ -98,9 +96,7 @@ def _statement(table: str, sql: str, query: sqlparse.Query, sources: Mapping[str
     return [_finding(table, sql, p.code, p.message, p.pos) for p in typer.statement_problems(query, sources)]
 
 
-def infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
-    """The result's (name, DuckDB type) list, as DuckDB's DESCRIBE would give it; SqlError when the SQL
-    cannot be typed (outside the subset, an unknown name, an operation DuckDB refuses)."""
+def _infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
     return [(c.name, c.type) for c in _infer("<sql>", sql, sources)]
 
 
@@ -117,11 +113,8 @@ def _infer(table: str, sql: str, sources: Mapping[str, Sequence[str]],
         raise SqlError(_finding(table, sql, e.code, e.message, e.pos)) from None
 
 
-def check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
-                sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
-    """Everything validate checks, without an engine: exactly one SELECT inside the supported subset,
-    reads only `sources`, names only their columns, result names == declared names, result types
-    accepted (types.accepts)."""
+def _check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
+                 sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
     try:
         query = _parse(table, sql)
     except SqlError as e:
@@ -134,26 +127,12 @@ def check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
     except SqlError as e:
         return [e.finding]
     return _compare(table, sql, declared, [(c.name, c.type) for c in columns],
-                    [_Origin(c.pos, c.expr_text, c.cast_operand) for c in columns])
+                    [typer.Origin(c.pos, c.expr_text, c.cast_operand) for c in columns])
 
 
-@dataclass(frozen=True)
-class _Origin:
-    pos: int               # where the column's select item (or the * that gave it) starts
-    expr_text: str         # the expression as written, for the fix
-    cast_operand: str | None = None   # when the item is a cast, its operand: the fix recasts that
-
-
-def compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
-                    actual: Sequence[tuple[str, str]], *,
-                    sources: Mapping[str, Sequence[str]] | None = None) -> list[SqlFinding]:
-    """Names and types of a result (from the pure typer, or from DuckDB's DESCRIBE at build time)
-    against the declaration: the one place TRANSFORM_COLUMN_TYPE_MISMATCH and the column-name
-    refusals are made, so validate and build give the same verdict, column and types.
-
-    Given `sources` (build has them), a column that a `*` gave is placed exactly as check_table
-    places it even when the select list holds several stars; without, all of those columns point
-    at the first star."""
+def _compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
+                     actual: Sequence[tuple[str, str]], *,
+                     sources: Mapping[str, Sequence[str]] | None = None) -> list[SqlFinding]:
     names = [name for name, _ in actual]
     origins = None
     if sources is not None:
@@ -162,22 +141,22 @@ def compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
         except SqlError:
             columns = None
         if columns is not None and len(columns) == len(names):
-            origins = [_Origin(c.pos, c.expr_text, c.cast_operand) for c in columns]
+            origins = [typer.Origin(c.pos, c.expr_text, c.cast_operand) for c in columns]
     return _compare(table, sql, declared, actual, origins or _origins(sql, names))
 
 
-def _origins(sql: str, names: Sequence[str]) -> list[_Origin]:
+def _origins(sql: str, names: Sequence[str]) -> list[typer.Origin]:
     """Where each result column comes from in the SQL, without sources: one per select item, a * or
     t.* standing for as many columns as the others leave (all of them at the first * when there are
     several). When the SQL does not parse, every column points at the start."""
     try:
         query = sqlparse.parse(sql)
     except sqlparse.ParseError:
-        return [_Origin(0, typer.quote_ident(n)) for n in names]
+        return [typer.Origin(0, typer.quote_ident(n)) for n in names]
     items = typer.first_select(query).items
     stars = [k for k, it in enumerate(items) if isinstance(it.expr, sqlparse.Star)]
     spare = len(names) - (len(items) - len(stars))
-    out: list[_Origin] = []
+    out: list[typer.Origin] = []
     first_star = True
     for it in items:
         if isinstance(it.expr, sqlparse.Star):
@@ -186,16 +165,16 @@ def _origins(sql: str, names: Sequence[str]) -> list[_Origin]:
             for _ in range(take):
                 n = names[len(out)] if len(out) < len(names) else ""
                 q = it.expr.qualifier
-                out.append(_Origin(it.pos, (typer.quote_ident(q) + "." if q else "") + typer.quote_ident(n)))
+                out.append(typer.Origin(it.pos, (typer.quote_ident(q) + "." if q else "") + typer.quote_ident(n)))
         else:
             out.append(typer.origin_of(sql, it))
     while len(out) < len(names):
-        out.append(_Origin(0, typer.quote_ident(names[len(out)])))
-    return [_Origin(*o) if not isinstance(o, _Origin) else o for o in out[:len(names)]]
+        out.append(typer.Origin(0, typer.quote_ident(names[len(out)])))
+    return out[:len(names)]
 
 
 def _compare(table: str, sql: str, declared: Sequence[tuple[str, str]], actual: Sequence[tuple[str, str]],
-             origins: Sequence[_Origin]) -> list[SqlFinding]:
+             origins: Sequence[typer.Origin]) -> list[SqlFinding]:
     want = [n for n, _ in declared]
     got = [n for n, _ in actual]
     if len(want) != len(got):
@@ -232,3 +211,59 @@ def _compare(table: str, sql: str, declared: Sequence[tuple[str, str]], actual: 
             f"column {dname!r} is declared {dtype} but the SELECT gives {shown}{why}; write {fix}",
             origin.pos, column=dname, declared=dtype, actual=shown, fix=fix))
     return findings
+
+
+# The parser bounds nesting and tree depth (sqlparse.MAX_DEPTH, MAX_TREE_DEPTH) well inside Python's
+# recursion limit; these wrappers are the last guard for a caller that is itself deep in the stack,
+# so a hostile statement is a refusal, never a traceback.
+
+def _too_deep(table: str, sql: str) -> SqlFinding:
+    return _finding(table, sql, "TRANSFORM_SQL_UNSUPPORTED",
+                    "a statement nested too deeply to check is outside the typed subset (docs/transform.md)", 0)
+
+
+def statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
+    """Only the parts that need no typing: one SELECT inside the subset, no forbidden statement or
+    function, reads only `sources` (and its own WITH queries). `collection build` calls this before
+    it gives the SQL to DuckDB."""
+    try:
+        return _statement_findings(table, sql, sources)
+    except RecursionError:
+        return [_too_deep(table, sql)]
+
+
+def check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
+                sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
+    """Everything validate checks, without an engine: exactly one SELECT inside the supported subset,
+    reads only `sources`, names only their columns, result names == declared names, result types
+    accepted (types.accepts)."""
+    try:
+        return _check_table(table, sql, declared, sources)
+    except RecursionError:
+        return [_too_deep(table, sql)]
+
+
+def compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
+                    actual: Sequence[tuple[str, str]], *,
+                    sources: Mapping[str, Sequence[str]] | None = None) -> list[SqlFinding]:
+    """Names and types of a result (from the pure typer, or from DuckDB's DESCRIBE at build time)
+    against the declaration: the one place TRANSFORM_COLUMN_TYPE_MISMATCH and the column-name
+    refusals are made, so validate and build give the same verdict, column and types.
+
+    Given `sources` (build has them), a column that a `*` gave is placed exactly as check_table
+    places it even when the select list holds several stars; without, all of those columns point
+    at the first star."""
+    try:
+        return _compare_columns(table, sql, declared, actual, sources=sources)
+    except RecursionError:
+        return [_too_deep(table, sql)]
+
+
+def infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
+    """The pure typer: the result's (name, DuckDB type) list, as DuckDB's DESCRIBE gives it. Raises
+    SqlError (carrying a SqlFinding) when the SQL cannot be typed (outside the subset, an unknown
+    name, an operation DuckDB refuses). The differential test compares this with DESCRIBE."""
+    try:
+        return _infer_columns(sql, sources)
+    except RecursionError:
+        raise SqlError(_too_deep("<sql>", sql)) from None

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-MAX_DEPTH = 64
+MAX_DEPTH = 40          # nested parentheses, calls and subqueries while parsing (each costs ~12 frames)
+MAX_TREE_DEPTH = 150    # the finished tree, where a long a + b + c … chain counts each operator
 
 
 class ParseError(Exception):
@@ -266,6 +267,42 @@ on only or order outer over primary qualify references returning right select se
 some symmetric table then to trailing true union unique using when where window with within glob
 """.split())
 
+# words DuckDB 2.0.1 does not take as an alias without AS (`select a year` is a syntax error there)
+NO_BARE_ALIAS = frozenset("""
+all analyse analyze and anti any array as asc asof asymmetric at authorization binary both by case cast
+centuries century check collate collation column concurrently constraint create cross day days decade decades
+default deferrable desc describe distinct do else end escape except exclude export_state false fetch filter
+for foreign freeze from full glob group having hour hours ignore ilike in initially inner intersect into is
+join lambda lateral leading left like limit microsecond microseconds millennia millennium millisecond
+milliseconds minute minutes month months natural not null offset on only or order outer over overlaps pivot
+pivot_longer pivot_wider placing positional precision primary qualify quarter quarters references rename
+replace respect returning right second seconds select semi show similar some summarize symmetric table
+tablesample then to trailing true union unique unpack unpivot using variadic varying verbose week weeks when
+where window with within without year years
+""".split())
+
+# words DuckDB 2.0.1 does not take as a FROM alias, with or without AS
+NO_TABLE_ALIAS = frozenset("""
+all analyse analyze and anti any array as asc asof asymmetric at authorization binary both by case cast check
+collate collation column concurrently constraint create cross default deferrable desc describe distinct do
+else end except false fetch for foreign freeze from full glob group having ilike in initially inner intersect
+into is isnull join lambda lateral leading left like limit natural not notnull null offset on only or order
+outer overlaps pivot pivot_longer pivot_wider placing positional primary qualify references returning right
+select semi show similar some summarize symmetric table tablesample then to trailing true union unique unpack
+unpivot using variadic verbose when where window with
+""".split())
+
+# words DuckDB 2.0.1 does not take as an unquoted, unqualified column name (quote them: "order")
+NO_COLUMN = frozenset("""
+all analyse analyze and anti any array as asc asof asymmetric at authorization binary both by case cast check
+collate collation column concurrently constraint create cross default deferrable desc describe distinct do
+else end except false fetch for foreign freeze from full glob group having ilike in initially inner intersect
+into is isnull join lambda lateral leading left like limit natural not notnull offset on only or order outer
+overlaps pivot pivot_longer pivot_wider placing positional primary qualify references returning right select
+semi show similar some summarize symmetric table tablesample then to trailing true union unique unpack unpivot
+using variadic verbose when where window with
+""".split())
+
 # statements that are not a SELECT, named so the refusal can say what it saw
 NOT_SELECT = frozenset("""
 insert update delete merge create drop alter truncate copy attach detach pragma install load set reset call
@@ -373,6 +410,8 @@ class Parser:
             raise ParseError("statement", f"{t.text!r} does not start a SELECT statement", t.pos)
         q = self.query()
         if self.accept_op(";"):
+            while self.accept_op(";"):
+                pass      # empty statements after it, as DuckDB allows
             if self.tok.kind != "eof":
                 raise ParseError("statement", "more than one statement; a table is exactly one SELECT", self.tok.pos)
         elif self.tok.kind != "eof":
@@ -510,9 +549,12 @@ class Parser:
     def alias(self, after_expr: bool) -> tuple[str | None, int | None]:
         if self.accept_word("as"):
             t = self.tok
+            if not after_expr and t.kind == "ident" and t.value in NO_TABLE_ALIAS:
+                raise self.syntax("expected an alias after AS")
             return self.ident("an alias after AS"), t.pos
         t = self.tok
-        if t.kind == "qident" or (t.kind == "ident" and t.value not in RESERVED):
+        refused = NO_BARE_ALIAS if after_expr else NO_TABLE_ALIAS
+        if t.kind == "qident" or (t.kind == "ident" and t.value not in RESERVED and t.value not in refused):
             self.next()
             return self.name_of(t), t.pos
         if t.kind == "string" and after_expr:
@@ -585,6 +627,7 @@ class Parser:
             if self.is_word("select", "with"):
                 q = self.query()
                 self.expect_op(")")
+                self.no_sampling_or_pivot()
                 alias, _ = self.alias(after_expr=False)
                 self.no_column_aliases()
                 return SubqueryRef(t.pos, self.last_end, q, alias)
@@ -605,12 +648,16 @@ class Parser:
             raise ParseError("forbidden", f"the table function {name}(…): a table reads only the dataset's "
                              "sources, never a function's rows", t.pos)
         end = self.last_end
+        self.no_sampling_or_pivot()
         alias, _ = self.alias(after_expr=False)
         self.no_column_aliases()
-        if self.is_word("tablesample", "using"):
-            if self.is_word("tablesample"):
-                raise self.unsupported("TABLESAMPLE")
+        self.no_sampling_or_pivot()
         return TableRef(t.pos, self.last_end if alias else end, name, alias)
+
+    def no_sampling_or_pivot(self) -> None:
+        # not reserved words in DuckDB, so without this they would be read as an alias
+        if self.is_word("tablesample", "pivot", "unpivot"):
+            raise self.unsupported(self.tok.value.upper())
 
     def no_column_aliases(self) -> None:
         if self.is_op("("):
@@ -934,6 +981,8 @@ class Parser:
         name = self.name_of(t)
         if self.is_op("(") and t.kind == "ident":
             return self.call(t)
+        if t.kind == "ident" and t.value in NO_COLUMN and not self.is_op("."):
+            raise ParseError("syntax", f"{t.text!r} is a keyword, not a column name; quote it: \"{t.text}\"", t.pos)
         parts = [name]
         while self.is_op("."):
             self.next()
@@ -990,4 +1039,21 @@ def _respan(e: Node, pos: int, end: int) -> Node:
 
 def parse(sql: str) -> Query:
     """The one statement of `sql`, or ParseError."""
-    return Parser(sql).statement()
+    query = Parser(sql).statement()
+    _check_depth(query)
+    return query
+
+
+def _check_depth(root: Node) -> None:
+    """Refuse a tree deeper than MAX_TREE_DEPTH before anything walks it recursively. The parser
+    builds a + b + c … and UNION ALL chains in loops, so their depth is bounded only here."""
+    stack: list[tuple[object, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Node):
+            if depth > MAX_TREE_DEPTH:
+                raise ParseError("unsupported", f"an expression or query nested more than {MAX_TREE_DEPTH} levels "
+                                 "deep (each operator of a long chain counts)", node.pos)
+            stack.extend((v, depth + 1) for v in vars(node).values() if isinstance(v, (Node, tuple)))
+        elif isinstance(node, tuple):
+            stack.extend((v, depth) for v in node if isinstance(v, (Node, tuple)))

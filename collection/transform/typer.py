@@ -255,11 +255,9 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
                 out.append(Problem("TRANSFORM_SQL_UNSUPPORTED",
                                    f"the function {node.name}() is outside the typed subset (docs/transform.md "
                                    "lists the functions it knows)", node.pos))
-        if isinstance(node, P.Node):
-            for value in vars(node).values():
-                walk(value, ctes)
-        elif isinstance(node, tuple):
-            for value in node:
+        values = vars(node).values() if isinstance(node, P.Node) else node
+        for value in values:
+            if isinstance(value, (P.Node, tuple)):
                 walk(value, ctes)
 
     walk(query, frozenset())
@@ -313,15 +311,19 @@ def first_select(query: P.Query) -> P.Select:
     return body
 
 
-def origin_of(sql: str, item: P.Item):
-    """(pos, expression text, cast operand) of a non-star select item, for a fix."""
-    from collection.transform.contract import _Origin
+@dataclass(frozen=True)
+class Origin:
+    """Where a result column comes from, for a finding's position and its fix."""
+    pos: int                          # where its select item (or the * that gave it) starts
+    expr_text: str                    # the expression as written
+    cast_operand: str | None = None   # when the item is a cast, its operand: the fix recasts that
+
+
+def origin_of(sql: str, item: P.Item) -> Origin:
+    """The origin of a non-star select item."""
     e = item.expr
-    text = sql[e.pos:e.end]
-    operand = None
-    if isinstance(e, P.Cast):
-        operand = sql[e.expr.pos:e.expr.end]
-    return _Origin(item.pos, text, operand)
+    operand = sql[e.expr.pos:e.expr.end] if isinstance(e, P.Cast) else None
+    return Origin(item.pos, sql[e.pos:e.end], operand)
 
 
 def infer(query: P.Query, sources: Mapping[str, Sequence[str]], sql: str | None = None) -> list[OutColumn]:
@@ -353,7 +355,12 @@ class _Typer:
                                       branches[k])
             out = []
             for j, col in enumerate(first):
-                t = unify([cols[j].t.plain() for cols, _ in typed], branches[1], "UNION ALL")
+                try:
+                    t = unify([cols[j].t.plain() for cols, _ in typed], branches[1], "UNION ALL")
+                except TypeFailure as e:
+                    # DuckDB's UNION ALL makes VARCHAR of VARCHAR and a number; the subset asks for the cast
+                    raise _unsupported(f"UNION ALL of different kinds in column {j + 1} ({e.message})",
+                                       branches[1]) from None
                 out.append(_Col(col.name, t.plain(), col.item, col.expr_text, col.cast_operand, None))
             for o in q.order_by:
                 self._order_setop(o, out)
@@ -699,7 +706,8 @@ class _Typer:
                 raise _type_error(f"{op} applied to {t.name}; cast it to a number first "
                                   f"(cast({self._text(side)} as integer))", side)
         if a.name in TEMPORAL or b.name in TEMPORAL:
-            if a.name == "DATE" and is_int(b) and op in ("+", "-"):
+            if a.name == "DATE" and b.name in ("TINYINT", "SMALLINT", "INTEGER") and op in ("+", "-"):
+                # DuckDB adds days as INTEGER: a BIGINT or HUGEINT (or a literal past 2^31) has no `+`
                 return T("DATE")
             if a.name == "DATE" and b.name == "DATE" and op == "-":
                 return T("BIGINT")
@@ -730,7 +738,9 @@ class _Typer:
             # DuckDB multiplies two decimals that fit 64 bits in 64 bits: the width stops at 18
             return dec(min(p1 + p2, 18) if p1 <= 18 and p2 <= 18 else p1 + p2, s)
         if op == "%":
-            return _dec_max([a, b])
+            # the common decimal type, but DuckDB falls back to DOUBLE (it does not cap) past 38 digits
+            s = max(s1, s2)
+            return T("DOUBLE") if max(p1 - s1, p2 - s2) + s > 38 else _dec_max([a, b])
         raise _unsupported(f"the operator {op}", e)
 
     def func(self, e: P.Func, scope: "_Scope") -> T:
@@ -895,11 +905,8 @@ class _Typer:
 def _has_agg(e) -> bool:
     if isinstance(e, P.Func) and e.name in AGGREGATES:
         return True
-    if isinstance(e, P.Node):
-        return any(_has_agg(v) for v in vars(e).values())
-    if isinstance(e, tuple):
-        return any(_has_agg(v) for v in e)
-    return False
+    values = vars(e).values() if isinstance(e, P.Node) else e if isinstance(e, tuple) else ()
+    return any(_has_agg(v) for v in values if isinstance(v, (P.Node, tuple)))
 
 
 def _dedupe(cols: list[tuple[str, T]]) -> list[tuple[str, T]]:
