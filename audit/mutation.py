@@ -1,6 +1,6 @@
 """Strictness of the conformance suite, measured by seeding faults into collection.
 
-    .venv/bin/python audit/mutation.py [--set ours|independent|all] [--mode inline|loopback|both]
+    .venv/bin/python audit/mutation.py [--set ours|independent|independent-2|all] [--mode inline|loopback|both]
                                        [-j N] [--only ID,ID] [--write]
 
 Each mutant is a monkeypatch applied inside the harness process (the project harness reads
@@ -285,6 +285,7 @@ def _():
 
 def _load_all() -> None:
     import mutants_independent  # noqa: F401  (registers the independent set)
+    import mutants_independent_2  # noqa: F401  (registers the second independent set, issue 26)
 
 
 def _ordered(cases, clauses):
@@ -317,7 +318,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-j", type=int, default=os.cpu_count() or 4)
     parser.add_argument("--only")
-    parser.add_argument("--set", choices=("ours", "independent", "all"), default="all", dest="fault_set")
+    parser.add_argument("--set", choices=("ours", "independent", "independent-2", "all"), default="all", dest="fault_set")
     parser.add_argument("--mode", choices=("inline", "loopback", "both"), default="inline")
     parser.add_argument("--write", action="store_true", help="record the kills (audit/kills.json, conformance/fault_kills.json)")
     parser.add_argument("--update", action="store_true",
@@ -360,7 +361,7 @@ def main() -> int:
     survivors = [m for m in ids if not results[m]["killed_by"]]
     for mode in modes:
         print(f"[{mode}] killed {sum(1 for m in ids if results[m]['mode'] == mode)} in {seconds[mode]} s")
-    for fault_set in ("ours", "independent"):
+    for fault_set in ("ours", "independent", "independent-2"):
         mine = [m for m in ids if MUTANTS[m]["set"] == fault_set]
         if mine:
             by_mode = {mode: sum(1 for m in mine if results[m]["mode"] == mode) for mode in modes}
