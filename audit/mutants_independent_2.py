@@ -63,10 +63,14 @@ def _content_type(headers):
     return value
 
 
-def _listing_refusal(decide):
+def _listing_refusal(decide, *, widens=False):
     """Listing media checks only (detail pages keep theirs): decide(state, status, headers,
-    original) -> the refusal reason or None."""
+    original) -> the refusal reason or None. A fault that accepts more than the project
+    (`widens`) must also pass the fetcher, which refuses a listing's type before discovery
+    sees it (FetchSpec.accepted): the check is left to discovery's own, which the fault edits."""
     Dr = D()
+    if widens:
+        _fetcher_leaves_listing_types_to_discovery()
 
     def make(original):
         def refusal(self, status, headers):
@@ -75,18 +79,36 @@ def _listing_refusal(decide):
     _wrap(Dr.DiscoveryState, "refusal", make)
 
 
+def _fetcher_leaves_listing_types_to_discovery():
+    import threading
+
+    import collection.fetch.fetcher as F
+    local = threading.local()
+    original_fetch, original_accepts = F.Fetcher.fetch, F.accepts
+
+    def fetch(self, spec, *a, **kw):
+        local.listing = spec.kind == "listing"
+        try:
+            return original_fetch(self, spec, *a, **kw)
+        finally:
+            local.listing = False
+    F.Fetcher.fetch = fetch
+    F.accepts = lambda content_type, accepted: True if getattr(local, "listing", False) else original_accepts(content_type, accepted)
+
+
 def _ok(status):
     return 200 <= status < 300
 
 
 @fault("listing-media-missing-content-type-accepted")
 def _():
-    _listing_refusal(lambda s, st, h, orig: None if _ok(st) and _content_type(h) is None else orig())
+    _listing_refusal(lambda s, st, h, orig: None if _ok(st) and _content_type(h) is None else orig(), widens=True)
 
 
 @fault("listing-media-missing-content-type-accepted-with-predecessor")
 def _():
-    _listing_refusal(lambda s, st, h, orig: None if _ok(st) and _content_type(h) is None and s.index >= 1 else orig())
+    _listing_refusal(lambda s, st, h, orig: None if _ok(st) and _content_type(h) is None and s.index >= 1 else orig(),
+                     widens=True)
 
 
 @fault("listing-media-parameters-not-ignored")
@@ -131,13 +153,13 @@ _same_as("listing-media-html-index-xhtml-missing", "media-html-xhtml-refused")
 @fault("listing-media-any-plus-json-suffix-accepted")
 def _():
     _listing_refusal(lambda s, st, h, orig: None if _ok(st) and s.config.kind == "json_api"
-                     and _essence(h).endswith("+json") else orig())
+                     and _essence(h).endswith("+json") else orig(), widens=True)
 
 
 @fault("listing-media-sitemap-accepts-any-xml-substring")
 def _():
     _listing_refusal(lambda s, st, h, orig: None if _ok(st) and s.config.kind == "sitemap"
-                     and "xml" in _essence(h) else orig())
+                     and "xml" in _essence(h) else orig(), widens=True)
 
 
 @fault("listing-media-listing-uses-reader-media-set")
@@ -175,6 +197,7 @@ def _():
             return original(self, url, role, reason, message)
         return _failed
     _remember_fed()
+    _fetcher_leaves_listing_types_to_discovery()
     _wrap(Dr.DiscoveryState, "_failed", make)
 
 
