@@ -63,14 +63,16 @@ def _content_type(headers):
     return value
 
 
-def _listing_refusal(decide, *, widens=False):
+def _listing_refusal(decide, *, widens=None):
     """Listing media checks only (detail pages keep theirs): decide(state, status, headers,
-    original) -> the refusal reason or None. A fault that accepts more than the project
-    (`widens`) must also pass the fetcher, which refuses a listing's type before discovery
-    sees it (FetchSpec.accepted): the check is left to discovery's own, which the fault edits."""
+    original) -> the refusal reason or None. A fault that accepts more than the project must
+    also pass the fetcher, which refuses a listing's type before discovery sees it
+    (FetchSpec.accepted): `widens(content_type, accepted, listing_number)` says which
+    listings the fetcher now lets through; discovery's own check, edited by `decide`, then
+    rules on them. Every other listing is still refused unread, as the project does."""
     Dr = D()
-    if widens:
-        _fetcher_leaves_listing_types_to_discovery()
+    if widens is not None:
+        _fetcher_lets_listings_through(widens)
 
     def make(original):
         def refusal(self, status, headers):
@@ -79,7 +81,7 @@ def _listing_refusal(decide, *, widens=False):
     _wrap(Dr.DiscoveryState, "refusal", make)
 
 
-def _fetcher_leaves_listing_types_to_discovery():
+def _fetcher_lets_listings_through(widens):
     import threading
 
     import collection.fetch.fetcher as F
@@ -87,13 +89,21 @@ def _fetcher_leaves_listing_types_to_discovery():
     original_fetch, original_accepts = F.Fetcher.fetch, F.accepts
 
     def fetch(self, spec, *a, **kw):
-        local.listing = spec.kind == "listing"
+        if spec.kind == "listing":
+            self.__dict__["_seeded_listings"] = self.__dict__.get("_seeded_listings", 0) + 1
+            local.listing = self.__dict__["_seeded_listings"]
         try:
             return original_fetch(self, spec, *a, **kw)
         finally:
-            local.listing = False
+            local.listing = 0
     F.Fetcher.fetch = fetch
-    F.accepts = lambda content_type, accepted: True if getattr(local, "listing", False) else original_accepts(content_type, accepted)
+
+    def accepts(content_type, accepted):
+        number = getattr(local, "listing", 0)
+        if number and widens(content_type, tuple(accepted), number):
+            return True
+        return original_accepts(content_type, accepted)
+    F.accepts = accepts
 
 
 def _ok(status):
@@ -102,13 +112,14 @@ def _ok(status):
 
 @fault("listing-media-missing-content-type-accepted")
 def _():
-    _listing_refusal(lambda s, st, h, orig: None if _ok(st) and _content_type(h) is None else orig(), widens=True)
+    _listing_refusal(lambda s, st, h, orig: None if _ok(st) and _content_type(h) is None else orig(),
+                     widens=lambda ct, accepted, n: ct is None)
 
 
 @fault("listing-media-missing-content-type-accepted-with-predecessor")
 def _():
     _listing_refusal(lambda s, st, h, orig: None if _ok(st) and _content_type(h) is None and s.index >= 1 else orig(),
-                     widens=True)
+                     widens=lambda ct, accepted, n: ct is None and n >= 2)
 
 
 @fault("listing-media-parameters-not-ignored")
@@ -153,13 +164,17 @@ _same_as("listing-media-html-index-xhtml-missing", "media-html-xhtml-refused")
 @fault("listing-media-any-plus-json-suffix-accepted")
 def _():
     _listing_refusal(lambda s, st, h, orig: None if _ok(st) and s.config.kind == "json_api"
-                     and _essence(h).endswith("+json") else orig(), widens=True)
+                     and _essence(h).endswith("+json") else orig(),
+                     widens=lambda ct, accepted, n: accepted == D().ACCEPTED_MEDIA_TYPES["json_api"]
+                     and _essence([("Content-Type", ct or "")]).endswith("+json"))
 
 
 @fault("listing-media-sitemap-accepts-any-xml-substring")
 def _():
     _listing_refusal(lambda s, st, h, orig: None if _ok(st) and s.config.kind == "sitemap"
-                     and "xml" in _essence(h) else orig(), widens=True)
+                     and "xml" in _essence(h) else orig(),
+                     widens=lambda ct, accepted, n: accepted == D().ACCEPTED_MEDIA_TYPES["sitemap"]
+                     and "xml" in _essence([("Content-Type", ct or "")]))
 
 
 @fault("listing-media-listing-uses-reader-media-set")
@@ -197,7 +212,7 @@ def _():
             return original(self, url, role, reason, message)
         return _failed
     _remember_fed()
-    _fetcher_leaves_listing_types_to_discovery()
+    _fetcher_lets_listings_through(lambda ct, accepted, n: True)   # the slip: every listing body is read
     _wrap(Dr.DiscoveryState, "_failed", make)
 
 

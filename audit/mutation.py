@@ -378,8 +378,9 @@ def main() -> int:
         if args.update:
             old = json.loads((ROOT / "audit" / "kills.json").read_text(encoding="utf-8"))
             fresh = {e["id"]: e for e in entries}
-            record = {**old, "faults": [fresh.get(e["id"], e) for e in old["faults"]],
-                      "updated": sorted(fresh)}
+            known = {e["id"] for e in old["faults"]}   # faults new to the record (a new set) are added
+            record = {**old, "faults": [fresh.get(e["id"], e) for e in old["faults"]]
+                      + [e for e in entries if e["id"] not in known], "updated": sorted(fresh)}
         ids = [f["id"] for f in record["faults"]]
         killed = [f["id"] for f in record["faults"] if f["killed_by"]]
         (ROOT / "audit" / "kills.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
