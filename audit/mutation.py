@@ -4,10 +4,11 @@
                                        [-j N] [--only ID,ID] [--write]
 
 Each mutant is a monkeypatch applied inside the harness process (the project harness reads
-COLLECTION_MUTANT=<id> and calls `mutation_kit.apply(id)` before any case runs); no source
-file is ever edited. Two sets register into one mechanism (audit/kit.py): this
+COLLECTION_MUTANT=<id> and calls `kit.apply(id)` before any case runs); no source
+file is ever edited. Three sets register into one mechanism (audit/kit.py): this
 project's own faults (below) and the independent ones (audit/mutants_independent.py, from
-audit/faults/independent.json, written from the specification alone). A mutant is killed when at least
+audit/faults/independent.json, and audit/mutants_independent_2.py, from faults/independent-2.json, both
+written from the specification alone). A mutant is killed when at least
 one case fails or errors that passes without it. `--mode both` runs inline first, then
 loopback for the inline survivors and the faults their author marked loopback. Cases naming
 the fault's clauses run first and the run stops at the first kill, so killed mutants cost
