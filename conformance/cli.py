@@ -40,7 +40,7 @@ def _check(args) -> int:
 
 def _fault_kills() -> dict:
     """conformance/fault_kills.json: faults seeded into an implementation and whether the suite
-    killed them (written by bench/mutation.py --write); empty when absent."""
+    killed them (written by audit/mutation.py --write); empty when absent."""
     from conformance import HERE
 
     path = HERE / "fault_kills.json"

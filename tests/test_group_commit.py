@@ -267,7 +267,7 @@ def test_a_source_that_ends_without_writing_leaves_no_generation_begun_for_it(tm
     assert _read(state / "ok").count("\n") == 4
 
 
-# --- tests for faults written from the specification alone (bench/faults_group_commit.json) ---
+# --- tests for faults written from the specification alone (audit/faults/group_commit.json) ---
 
 def _committed(store, text):
     return drive(_generation(store, text))

@@ -8,7 +8,7 @@ the rest of the package stays standalone. Inline mode drives `collection.run.loo
 with the replay transport on a virtual clock; loopback mode with the urllib3 transport,
 the runner's CA bundle and its resolve map.
 
-COLLECTION_MUTANT=<id> (bench/mutation.py) seeds one fault into collection before any
+COLLECTION_MUTANT=<id> (audit/mutation.py) seeds one fault into collection before any
 case runs, so the suite's strictness can be measured.
 """
 
@@ -44,7 +44,7 @@ def _apply_mutant() -> None:
     import importlib.util
     from pathlib import Path
 
-    path = os.environ.get("COLLECTION_MUTANTS_FILE") or str(Path(__file__).resolve().parents[2] / "bench" / "mutation.py")
+    path = os.environ.get("COLLECTION_MUTANTS_FILE") or str(Path(__file__).resolve().parents[2] / "audit" / "mutation.py")
     spec = importlib.util.spec_from_file_location("collection_mutation", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1651,5 +1651,223 @@ case("ops", "ops-scheduled-refresh-refused", "An action plan carrying a schedule
      requires=["action_plan"])
 
 
+# --- issue 26: what the second independent fault set (audit/faults/independent-2.json) found unpinned ---
+# Registration: a member written out as null is present, not absent (REG-14..19 name presence).
+reg("reg-window-null", "\"window\": null is a window written out: refused like any window, not read as absent.",
+    ["REG-14", "REF-02"], recipe(window=None), refusals=[("/window", "WINDOW_FORBIDDEN")])
+reg("reg-closed-null", "\"closed\": null is the closed member present: refused like closed true or false.",
+    ["REG-15", "REG-16"], recipe(closed=None), refusals=[("/closed", "CLOSED_FORBIDDEN")])
+reg("reg-max-requests-null", "limits.max_requests: null does not state the budget a collection must state.",
+    ["REG-11", "REG-33"], recipe(**{"limits.max_requests": None}), refusals=[("/limits/max_requests", None)])
+reg("reg-discovery-max-requests-null", "discovery.max_requests: null is not an integer from 1 to 1024; only an absent member takes the default 64.",
+    ["REG-18", "REG-17", "D-46"], recipe(**{"collection.discovery.max_requests": None, "limits.max_requests": 1000}),
+    refusals=[("/collection/discovery/max_requests", None)])
+reg("reg-pagination-null", "pagination: null is refused; only an absent pagination means kind none.",
+    ["REG-19", "REG-17", "D-46"], recipe(**{"collection.discovery.pagination": None}),
+    refusals=[("/collection/discovery/pagination", None)])
+# Registration: origins in unusual forms (REG-21, D-40, D-54) and the discovery origin (REG-22, D-39).
+for name, origin, why in [
+        ("default-port", "https://b.example.com:443", "an explicit :443"),
+        ("path", "https://b.example.com/decisions", "a path"),
+        ("userinfo", "https://user:pw@b.example.com", "userinfo"),
+        ("unicode-host", "https://bücher.example", "a Unicode host (the canonical form is lowercase punycode)"),
+        ("ipv6", "https://[2001:db8::1]", "an IPv6 literal host"),
+        ("ipv4", "https://192.0.2.1", "a numeric IPv4 host")]:
+    reg(f"reg-origin-{name}", f"An allowed origin with {why} is not a canonical https origin: refused, never normalised.",
+        ["REG-21", "D-40"] + (["D-54"] if name == "unicode-host" else []),
+        recipe(**{"collection.pages.allowed_origins": [H, origin]}),
+        refusals=[("/collection/pages/allowed_origins/1", "ORIGIN_NOT_CANONICAL")])
+reg("reg-origin-punycode", "An IDN origin written in its canonical lowercase punycode form registers.", ["REG-21", "D-54"],
+    recipe(**{"collection.pages.allowed_origins": [H, "https://xn--bcher-kva.example"]}), registrable=True)
+reg("reg-discovery-origin-canonicalised", "The discovery address's origin is compared once canonicalised: an uppercase host and an explicit :443 still name an allowed origin.",
+    ["REG-22", "D-39", "URL-05"], recipe(**{"collection.discovery.url": "https://WWW.example.com:443/list"}), registrable=True)
+reg("reg-pagination-parameter-later", "The pagination parameter already on the address is found wherever it stands in the query, not only first.",
+    ["PAG-15", "REF-01"],
+    recipe(**{"collection.discovery.url": f"{H}/list?per_page=100&page=2",
+              "collection.discovery.pagination": {"kind": "page_parameter", "parameter": "page"}}),
+    refusals=[("/collection/discovery/url", "PAGINATION_PARAMETER_PRESENT")])
+reg("reg-offset-parameter-present", "offset_parameter's parameter already on the address is refused as page_parameter's is.",
+    ["PAG-15", "PAG-16"],
+    recipe(**{"collection.discovery.url": f"{H}/list?offset=0",
+              "collection.discovery.pagination": {"kind": "offset_parameter", "parameter": "offset"}}),
+    refusals=[("/collection/discovery/url", "PAGINATION_PARAMETER_PRESENT")])
+reg("reg-pagination-parameter-substring", "A parameter whose name merely contains the pagination parameter (per_page for page) is not that parameter.",
+    ["PAG-15", "REG-39"],
+    recipe(**{"collection.discovery.url": f"{H}/list?per_page=100",
+              "collection.discovery.pagination": {"kind": "page_parameter", "parameter": "page"}}), registrable=True)
+
+# Listing media types (DISC-28..31, D-37): a missing Content-Type is refused like a wrong one.
+case("discovery", "disc-listing-no-content-type", "D-37: a json_api listing without Content-Type is refused before its body is read; a first run has nothing to continue from.",
+     ["DISC-28", "DISC-31", "D-37", "REF-03"], recipe(),
+     [run([listing(L, "a", ctype=None), page("a", "A1")], refused("COLLECTION_DISCOVERY_FAILED", {"never": [f"{H}/p/a"]}))])
+case("discovery", "disc-listing-no-content-type-later-page", "D-37: a later listing page without Content-Type is refused too: discovery_failure names it and its records are not listed.",
+     ["DISC-31", "DISC-32", "D-37", "REF-12", "COV-07"], recipe(**PP),
+     [run([listing(f"{L}?page=1", "a", "b"), listing(f"{L}?page=2", "c", "d", ctype=None), page("a", "A1"), page("b", "B1"),
+           page("c", "C1"), page("d", "D1")],
+          ok(cov(discovered=2, discovery_requests=2, discovery_complete=False, discovery_failure=f"{L}?page=2", known=2,
+                 fetched_this_run=2, complete=False),
+             relation(P("a", ["A1"]), P("b", ["B1"])), {}, {"count": 4, "never": [f"{H}/p/c", f"{H}/p/d"]}))])
+case("discovery", "disc-json-suffix-refused", "json_api accepts its four media types only: application/problem+json, though it ends in +json, is refused.",
+     ["DISC-28", "DISC-31"], recipe(),
+     [run([listing(L, "a", ctype="application/problem+json"), page("a", "A1")], refused("COLLECTION_DISCOVERY_FAILED", {"never": [f"{H}/p/a"]}))])
+case("discovery", "disc-sitemap-xhtml-refused", "A sitemap listing answered application/xhtml+xml is refused, although the type names xml.",
+     ["DISC-29", "DISC-31"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", URLSET, ctype="application/xhtml+xml")], refused("COLLECTION_DISCOVERY_FAILED"))])
+case("discovery", "disc-listing-media-refused-new-links", "A listing refused for its media type is never read: the new links its body holds are not listed.",
+     ["DISC-31", "DISC-32", "COV-07"], recipe(),
+     [run([listing(L, "a"), page("a", "A1")], ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A1"])), {}, {"count": 2})),
+      run([listing(L, "a", "b", "c", "d", ctype="text/plain")],
+          ok(cov(discovered=0, known=1, discovery_complete=False, discovery_failure=L, complete=False),
+             None, {"a": fetched()}, {"count": 1}, relation_same_as_run=1, ledger_pages=["a"]))])
+
+# The base of a relative link after a listing redirect (URL-01, D-24, D-25).
+V2 = f"{H}/v2/list"
+case("urls", "url-relative-after-listing-redirect", "A listing that redirected: its relative links resolve against the address that answered, not the one requested.",
+     ["URL-01", "D-24", "D-25"], recipe(),
+     [run([ex(L, "", status=301, ctype=None, headers=[("Location", "/v2/list")]), ex(V2, [{"id": "a", "link": "p/a"}]),
+           page(f"{H}/v2/p/a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A"], url=f"{H}/v2/p/a")), {},
+             {"order": [L, V2, f"{H}/v2/p/a"]}))])
+B2 = "https://example.com"
+case("urls", "url-relative-after-cross-origin-redirect", "A listing redirected to another allowed origin: root-relative links take that origin.",
+     ["URL-01", "URL-10", "D-25"], recipe(**{"collection.pages.allowed_origins": [H, B2]}),
+     [run([ex(L, "", status=301, ctype=None, headers=[("Location", f"{B2}/list")]), ex(f"{B2}/list", [{"id": "a", "link": "/doc/7"}]),
+           page(f"{B2}/doc/7", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=2), relation(P("a", ["A"], url=f"{B2}/doc/7")), {},
+             {"order": [L, f"{B2}/list", f"{B2}/doc/7"], "never": [f"{H}/doc/7"]}))])
+case("pagination", "pag-link-header-after-redirect", "A relative Link rel=next resolves against the address the listing answered from after a redirect.",
+     ["PAG-09", "D-24", "URL-01"], recipe(**LH),
+     [run([ex(L, "", status=301, ctype=None, headers=[("Location", "/archive/list")]),
+           listing(f"{H}/archive/list", "a", headers=[("Link", '<list?page=2>; rel="next"')]), ex(f"{H}/archive/list?page=2", []),
+           page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=3), relation(P("a", ["A"])), {},
+             {"order": [L, f"{H}/archive/list", f"{H}/archive/list?page=2", f"{H}/p/a"], "never": [f"{H}/list?page=2"]}))])
+case("pagination", "pag-next-selector-after-redirect", "next_selector's relative href resolves against the address the listing answered from after a redirect.",
+     ["PAG-13", "D-24", "URL-01"], recipe(**NS, **{"collection.discovery.url": f"{H}/idx/"}),
+     [run([ex(f"{H}/idx/", "", status=301, ctype=None, headers=[("Location", "/idx/2024/")]),
+           ex(f"{H}/idx/2024/", '<a class="d" href="/p/a">A</a><a class="next" href="page2.html">next</a>', ctype="text/html"),
+           ex(f"{H}/idx/2024/page2.html", '<p>none</p>', ctype="text/html"), page("a", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1, discovery_requests=3),
+             relation(P(f"{H}/p/a", ["A"], url=f"{H}/p/a")), {},
+             {"order": [f"{H}/idx/", f"{H}/idx/2024/", f"{H}/idx/2024/page2.html", f"{H}/p/a"], "never": [f"{H}/idx/page2.html"]}))])
+# Fragments (URL-04): removing one keeps the query; %23 is not a fragment.
+case("urls", "url-fragment-keeps-query", "Dropping a fragment keeps the query before it: ?id=1#top and ?id=2 are two pages.",
+     ["URL-04", "URL-08"], recipe(),
+     [run([listing(L, ("a", f"{H}/p?id=1#top"), ("b", f"{H}/p?id=2")), page(f"{H}/p?id=1", "A"), page(f"{H}/p?id=2", "B")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A"], url=f"{H}/p?id=1"), P("b", ["B"], url=f"{H}/p?id=2")), {},
+             {"order": [L, f"{H}/p?id=1", f"{H}/p?id=2"]}))])
+case("urls", "url-percent-23-not-fragment", "An encoded %23 in a path is part of the path, not a fragment.",
+     ["URL-04", "URL-07"], recipe(),
+     [run([listing(L, ("a", f"{H}/doc%231")), page(f"{H}/doc%231", "A")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A"], url=f"{H}/doc%231")), {},
+             {"order": [L, f"{H}/doc%231"], "never": [f"{H}/doc"]}))])
+
+
+# json.tabular renders a value that is not a string as its canonical JSON text (READ-05, PROV-16, D-27: compact,
+# sorted members, UTF-8, integers exact, shortest round-trip floats); a member a record lacks is an empty cell and
+# the record still makes its row (ordinals unchanged). Only numbers every shortest round-trip form writes alike.
+JT_COLUMNS = ["t", "n", "big", "f", "b", "bf", "z", "nul", "arr", "obj", "e", "eo", "s", "s2"]
+JT_OPTIONS = json.dumps({"columns": [{"name": c, "pointer": f"/{c}"} for c in JT_COLUMNS], "records": {"pointer": "/rows"}},
+                        sort_keys=True, separators=(",", ":"))
+JT_BODY = ('{"rows":[{"t":"x","n":7,"big":12345678901234567891,"f":0.1,"b":true,"bf":false,"z":0,"nul":null,'
+           '"arr":["a","b"],"obj":{"z":null,"name":"Zürich","k":true},"e":[],"eo":{},"s":"007","s2":"1.50"},'
+           '{"t":"y","n":12.5},{"t":"w","b":false}]}')
+JT_CELLS = [["x", "7", "12345678901234567891", "0.1", "true", "false", "0", "null", '["a","b"]',
+             '{"k":true,"name":"Zürich","z":null}', "[]", "{}", "007", "1.50"],
+            ["y", "12.5"] + [""] * 12,
+            ["w", "", "", "", "false"] + [""] * 9]
+
+
+def table_relation(columns, pid, url, body, rows) -> str:
+    lines = [",".join((*columns, PROV))]
+    for n, cells in enumerate(rows, 1):
+        lines.append(",".join(csv_field(x) for x in (*cells, pid, url))
+                     + f",{fetch_ts(pid)},{sha(body)},1,{disc_ts(pid)},{n}")
+    return "\n".join(lines) + "\n"
+
+
+case("merge", "read-json-tabular-values", "json.tabular writes numbers, booleans, null, arrays and objects as their canonical JSON text, strings exactly as they are, and an empty cell for a member a record lacks (that record keeps its row).",
+     ["READ-05", "PROV-16", "PROV-12", "MERGE-22", "D-27"], recipe(**{"connector.parameters.2.value": JT_OPTIONS}),
+     [run([listing(L, "a"), ex(f"{H}/p/a", JT_BODY)],
+          ok(cov(discovered=1, known=1, fetched_this_run=1),
+             table_relation(JT_COLUMNS, "a", f"{H}/p/a", JT_BODY, JT_CELLS), {"a": fetched()}, {"count": 2}))])
+
+
+# Which listing discovery_failure names (COV-07): the first that could not be read, as requested (canonical).
+def sm_urlset(*pids) -> str:
+    return ('<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(f"<url><loc>{H}/p/{p}</loc></url>" for p in pids) + "</urlset>")
+
+
+FOUR_INDEX = ('<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+              + "".join(f"<sitemap><loc>{H}/c{i}.xml</loc></sitemap>" for i in range(1, 5)) + "</sitemapindex>")
+case("discovery", "disc-sitemapindex-first-failure-named", "COV-07: of several sitemapindex children that fail, discovery_failure names the first; the others are still read.",
+     ["COV-07", "DISC-22", "REF-12"], recipe(**SM),
+     [run([ex(f"{H}/sitemap.xml", FOUR_INDEX, ctype="application/xml"), ex(f"{H}/c1.xml", sm_urlset("a"), ctype="application/xml"),
+           ex(f"{H}/c2.xml", "", status=503, ctype="text/plain"), ex(f"{H}/c3.xml", sm_urlset("c"), ctype="application/xml"),
+           ex(f"{H}/c4.xml", "", status=404, ctype="text/plain"), page("a", "A"), page("c", "C")],
+          ok(cov(discovered=2, discovery_requests=5, discovery_complete=False, discovery_failure=f"{H}/c2.xml", known=2,
+                 fetched_this_run=2, complete=False),
+             relation(P(f"{H}/p/a", ["A"], url=f"{H}/p/a"), P(f"{H}/p/c", ["C"], url=f"{H}/p/c")), {}, {"count": 7}))])
+case("pagination", "pag-link-header-failure-canonical", "discovery_failure names the next address canonicalised (host lowercased, fragment dropped), not as the Link header wrote it.",
+     ["COV-07", "D-24", "URL-04", "REF-12"], recipe(**LH),
+     [run([listing(L, "a", headers=[("Link", '<HTTPS://WWW.EXAMPLE.COM/list?page=2#x>; rel="next"')]),
+           ex(f"{L}?page=2", "", status=500, ctype="text/plain"), page("a", "A")],
+          ok(cov(discovered=1, discovery_requests=2, discovery_complete=False, discovery_failure=f"{L}?page=2", known=1,
+                 fetched_this_run=1, complete=False), relation(P("a", ["A"])), {}, {"order": [L, f"{L}?page=2", f"{H}/p/a"]}))])
+case("pagination", "pag-cursor-failure-names-request", "A cursor request that fails is named with its own token, not the previous address.",
+     ["COV-07", "PAG-11", "D-23"], recipe(**CUR),
+     [run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": "t2"}), ex(f"{L}?cursor=t2", "", status=500, ctype="text/plain"),
+           page("a", "A")],
+          ok(cov(discovered=1, discovery_requests=2, discovery_complete=False, discovery_failure=f"{L}?cursor=t2", known=1,
+                 fetched_this_run=1, complete=False), relation(P("a", ["A"])), {}, {"order": [L, f"{L}?cursor=t2", f"{H}/p/a"]}))])
+case("discovery", "disc-listing-retry-then-ok", "A listing that fails once and is read on its retry is no discovery failure: discovery is complete.",
+     ["COV-07", "FETCH-21", "D-05"], recipe(**{"collection.pages.retries": 1}),
+     [run([seq(L, ex("x", "", status=503, ctype="text/plain", headers=[("Retry-After", "1")]), listing(L, "a")), page("a", "A")],
+          ok(cov(discovered=1, discovery_requests=2, known=1, fetched_this_run=1), relation(P("a", ["A"])), {},
+             {"order": [L, L, f"{H}/p/a"]}))])
+
+# The max_rows clamp (COV-20..23, D-50, D-52, D-64).
+case("coverage", "cov-clamp-first-page-by-page-id", "D-52: the page cut through is the first in page_id order, whichever was fetched first.",
+     ["D-52", "COV-22", "PROV-15"], recipe(**{"limits.max_rows": 2}),
+     [run([listing(L, "b", "a"), page("b", "B1", "B2", "B3", "B4", "B5"), page("a", "A1", "A2", "A3", "A4", "A5")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2, pending=2, complete=False),
+             relation(P("a", ["A1", "A2"], body=page_body("A1", "A2", "A3", "A4", "A5"))),
+             {"a": {"state": "pending"}, "b": {"state": "pending"}}, {"order": [L, f"{H}/p/b", f"{H}/p/a"]}, truncated=True))])
+case("coverage", "cov-clamp-counts-kept-rows", "COV-20: the clamp counts the merged relation, the predecessor's rows included, not only the rows decoded this run.",
+     ["COV-20", "COV-23", "MERGE-01"], recipe(**{"limits.max_rows": 5}),
+     [run([listing(L, "a"), page("a", "A1", "A2", "A3", "A4")],
+          ok(cov(discovered=1, known=1, fetched_this_run=1), relation(P("a", ["A1", "A2", "A3", "A4"])), {}, {"count": 2})),
+      run([listing(L, "a", "b"), page("b", "B1", "B2", "B3")],
+          ok(cov(discovered=2, known=2, fetched_this_run=1, pending=1, complete=False), None,
+             {"a": fetched(), "b": {"state": "pending"}}, {"order": [L, f"{H}/p/b"]}, truncated=True, relation_same_as_run=1))])
+case("coverage", "cov-clamp-zero-row-page", "D-50: a page decoding to zero rows fits under any clamp: fetched, nothing truncated, even after the relation is full.",
+     ["D-50", "COV-23", "COV-20", "D-64"], recipe(**{"limits.max_rows": 3}),
+     [run([listing(L, "a", "b"), page("a", "A1", "A2", "A3"), page("b")],
+          ok(cov(discovered=2, known=2, fetched_this_run=2), relation(P("a", ["A1", "A2", "A3"])),
+             {"a": fetched(), "b": fetched()}, {"count": 3}, truncated=False))])
+
+# Pagination stops (PAG-05, PAG-12, PAG-14, D-22).
+case("pagination", "pag-page-short-page-continues", "PAG-05: a page with fewer records than the one before is no stop; only the empty page is.",
+     ["PAG-05", "D-03"], recipe(**PP),
+     [run([listing(f"{L}?page=1", "a", "b"), listing(f"{L}?page=2", "c"), listing(f"{L}?page=3", "d", "e"), ex(f"{L}?page=4", []),
+           *(page(x, x.upper()) for x in "abcde")],
+          ok(cov(discovered=5, discovery_requests=4, known=5, fetched_this_run=5),
+             relation(*(P(x, [x.upper()]) for x in "abcde")), {}, {"count": 9}))])
+case("pagination", "pag-cursor-cycle", "D-22: a cursor token used two requests earlier is a repeat too: A, B, A stops on the third token, complete.",
+     ["PAG-12", "D-22"], recipe(**CUR),
+     [run([ex(L, {"items": [{"id": "a", "link": "/p/a"}], "next": "A"}), ex(f"{L}?cursor=A", {"items": [{"id": "b", "link": "/p/b"}], "next": "B"}),
+           ex(f"{L}?cursor=B", {"items": [{"id": "c", "link": "/p/c"}], "next": "A"}), page("a", "A"), page("b", "B"), page("c", "C")],
+          ok(cov(discovered=3, discovery_requests=3, known=3, fetched_this_run=3),
+             relation(P("a", ["A"]), P("b", ["B"]), P("c", ["C"])), {}, {"count": 6, "max_per_url": 1}))])
+case("pagination", "pag-next-selector-empty-page", "PAG-14: next_selector stops on a page where records.selector matches nothing, though it has a next link.",
+     ["PAG-14", "D-03"], recipe(**NS),
+     [run([ex(f"{H}/index", '<a class="d" href="/p/a">A</a><a class="next" href="/index?n=2">next</a>', ctype="text/html"),
+           ex(f"{H}/index?n=2", '<a class="next" href="/index?n=3">next</a>', ctype="text/html"),
+           ex(f"{H}/index?n=3", '<a class="d" href="/p/z">Z</a>', ctype="text/html"), page("a", "A")],
+          ok(cov(discovered=1, discovery_requests=2, known=1, fetched_this_run=1), relation(P(f"{H}/p/a", ["A"], url=f"{H}/p/a")), {},
+             {"count": 3, "never": [f"{H}/index?n=3"]}))])
+
+
 if __name__ == "__main__":
     write()

@@ -1,7 +1,7 @@
-"""The mechanism behind bench/mutation.py: a registry of faults and the monkeypatch helpers
+"""The mechanism behind audit/mutation.py: a registry of faults and the monkeypatch helpers
 that seed one into collection inside the harness process (no source file is edited).
 
-bench/mutation.py (this project's faults) and bench/mutants_independent.py (faults written
+audit/mutation.py (this project's faults) and audit/mutants_independent.py (faults written
 from the specification alone by someone who never read collection/) both register here.
 """
 
@@ -18,7 +18,7 @@ _APPLY: dict[str, callable] = {}
 def mutant(mid: str, area: str, what: str, *, clauses: tuple[str, ...] = (), mode: str = "inline",
            fault_set: str = "ours"):
     """Register a fault. `fault_set` says who wrote it ("ours": this project's engineers,
-    "independent": faults.json, written from the specification alone); `mode` is where
+    "independent": faults/independent.json, written from the specification alone); `mode` is where
     its author expected it to show."""
     def register(fn):
         if mid in MUTANTS:

@@ -1,14 +1,14 @@
 """Faults in the state store and the dataset group commit, written from the specification
 alone, run against the tests that guard them.
 
-bench/faults_group_commit.json was written by a helper that read only docs/run.md ("The state
+audit/faults/group_commit.json was written by a helper that read only docs/run.md ("The state
 directory"), docs/running-many-sources.md and the GUIDE's state rule, never the code or the
 tests. Each fault is implemented here as faithfully as its description allows, as an edit of a
 scratch git worktree (no file of this checkout is touched); the state, dataset and group-commit
 tests then run there with the worktree first on PYTHONPATH (the kill tests' child processes
 inherit it). A fault is killed when a test fails.
 
-    .venv/bin/python bench/state_mutants.py [--only ID,ID]
+    .venv/bin/python audit/state_mutants.py [--only ID,ID]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FAULTS = ROOT / "bench" / "faults_group_commit.json"
+FAULTS = ROOT / "audit" / "faults" / "group_commit.json"
 TESTS = ["tests/test_group_commit.py", "tests/test_state.py", "tests/test_dataset_run.py",
          "tests/test_crash_safety.py", "tests/test_damaged_state.py", "tests/test_run_e2e.py"]
 NOT_APPLICABLE = {"abandoned-source-blocks-round": "the committer keeps no set of registered sources to wait for"}
@@ -33,7 +33,7 @@ def edit(tree: Path, path: str, old: str, new: str) -> None:
     file = tree / path
     text = file.read_text()
     if old not in text:
-        raise SystemExit(f"{path}: the text this fault edits is gone; update bench/state_mutants.py")
+        raise SystemExit(f"{path}: the text this fault edits is gone; update audit/state_mutants.py")
     file.write_text(text.replace(old, new, 1))
 
 

@@ -1,17 +1,18 @@
 """Strictness of the conformance suite, measured by seeding faults into collection.
 
-    .venv/bin/python bench/mutation.py [--set ours|independent|all] [--mode inline|loopback|both]
+    .venv/bin/python audit/mutation.py [--set ours|independent|independent-2|all] [--mode inline|loopback|both]
                                        [-j N] [--only ID,ID] [--write]
 
 Each mutant is a monkeypatch applied inside the harness process (the project harness reads
-COLLECTION_MUTANT=<id> and calls `mutation_kit.apply(id)` before any case runs); no source
-file is ever edited. Two sets register into one mechanism (bench/mutation_kit.py): this
-project's own faults (below) and the independent ones (bench/mutants_independent.py, from
-bench/faults.json, written from the specification alone). A mutant is killed when at least
+COLLECTION_MUTANT=<id> and calls `kit.apply(id)` before any case runs); no source
+file is ever edited. Three sets register into one mechanism (audit/kit.py): this
+project's own faults (below) and the independent ones (audit/mutants_independent.py, from
+audit/faults/independent.json, and audit/mutants_independent_2.py, from faults/independent-2.json, both
+written from the specification alone). A mutant is killed when at least
 one case fails or errors that passes without it. `--mode both` runs inline first, then
 loopback for the inline survivors and the faults their author marked loopback. Cases naming
 the fault's clauses run first and the run stops at the first kill, so killed mutants cost
-little; survivors run the whole suite. `--write` records the kills in bench/kills.json and
+little; survivors run the whole suite. `--write` records the kills in audit/kills.json and
 conformance/fault_kills.json (which `python -m conformance clauses` reads: a clause is covered
 when a fault of it is killed).
 """
@@ -31,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mutation_kit import (MUTANTS, _canonical, _coverage, _drop_rows, _provenance, _reorder,  # noqa: E402
+from kit import (MUTANTS, _canonical, _coverage, _drop_rows, _provenance, _reorder,  # noqa: E402
                           _replace_everywhere, _split, _wrap, apply, failures_use_fetches, mutant)
 
 # --- ordering ------------------------------------------------------------------------------
@@ -285,6 +286,7 @@ def _():
 
 def _load_all() -> None:
     import mutants_independent  # noqa: F401  (registers the independent set)
+    import mutants_independent_2  # noqa: F401  (registers the second independent set, issue 26)
 
 
 def _ordered(cases, clauses):
@@ -317,9 +319,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-j", type=int, default=os.cpu_count() or 4)
     parser.add_argument("--only")
-    parser.add_argument("--set", choices=("ours", "independent", "all"), default="all", dest="fault_set")
+    parser.add_argument("--set", choices=("ours", "independent", "independent-2", "all"), default="all", dest="fault_set")
     parser.add_argument("--mode", choices=("inline", "loopback", "both"), default="inline")
-    parser.add_argument("--write", action="store_true", help="record the kills (bench/kills.json, conformance/fault_kills.json)")
+    parser.add_argument("--write", action="store_true", help="record the kills (audit/kills.json, conformance/fault_kills.json)")
     parser.add_argument("--update", action="store_true",
                         help="with --only: replace those faults' entries in the recorded kills, keep the rest")
     args = parser.parse_args()
@@ -360,7 +362,7 @@ def main() -> int:
     survivors = [m for m in ids if not results[m]["killed_by"]]
     for mode in modes:
         print(f"[{mode}] killed {sum(1 for m in ids if results[m]['mode'] == mode)} in {seconds[mode]} s")
-    for fault_set in ("ours", "independent"):
+    for fault_set in ("ours", "independent", "independent-2"):
         mine = [m for m in ids if MUTANTS[m]["set"] == fault_set]
         if mine:
             by_mode = {mode: sum(1 for m in mine if results[m]["mode"] == mode) for mode in modes}
@@ -375,13 +377,14 @@ def main() -> int:
                    for m in ids]
         record = {"modes": modes, "seconds": seconds, "faults": entries}
         if args.update:
-            old = json.loads((ROOT / "bench" / "kills.json").read_text(encoding="utf-8"))
+            old = json.loads((ROOT / "audit" / "kills.json").read_text(encoding="utf-8"))
             fresh = {e["id"]: e for e in entries}
-            record = {**old, "faults": [fresh.get(e["id"], e) for e in old["faults"]],
-                      "updated": sorted(fresh)}
+            known = {e["id"] for e in old["faults"]}   # faults new to the record (a new set) are added
+            record = {**old, "faults": [fresh.get(e["id"], e) for e in old["faults"]]
+                      + [e for e in entries if e["id"] not in known], "updated": sorted(fresh)}
         ids = [f["id"] for f in record["faults"]]
         killed = [f["id"] for f in record["faults"] if f["killed_by"]]
-        (ROOT / "bench" / "kills.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        (ROOT / "audit" / "kills.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         clauses = {}
         for f in record["faults"]:
             for c in f["clauses"]:
@@ -390,7 +393,7 @@ def main() -> int:
                 if f["killed_by"]:
                     entry["killed"].append(f["id"])
         (ROOT / "conformance" / "fault_kills.json").write_text(json.dumps(
-            {"source": "bench/mutation.py --write (faults seeded into collection, killed by the suite)",
+            {"source": "audit/mutation.py --write (faults seeded into collection, killed by the suite)",
              "faults": len(ids), "killed": len(killed), "clauses": dict(sorted(clauses.items()))},
             indent=1) + "\n", encoding="utf-8")
     return 0

@@ -1,10 +1,10 @@
-"""Independent faults: every fault of bench/faults.json implemented as a mutant of collection.
+"""Independent faults: every fault of audit/faults/independent.json implemented as a mutant of collection.
 
-bench/faults.json was written by a helper who never read collection/, from the
-specification and its clauses alone (see bench/FAULTS.md for its provenance). Each fault
+audit/faults/independent.json was written by a helper who never read collection/, from the
+specification and its clauses alone (see audit/faults/independent.md for its provenance). Each fault
 keeps its id, clauses and text; the function under it seeds that fault into this
 project's code as faithfully as the text allows (no fault is weakened to make it killable).
-Faults not implemented here are listed by `python bench/mutants_independent.py`.
+Faults not implemented here are listed by `python audit/mutants_independent.py`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import json
 from pathlib import Path
 from urllib.parse import urlunsplit
 
-from mutation_kit import (MUTANTS, _canonical, _coverage, _provenance, _reorder, _replace_everywhere, _split,  # noqa: F401
+from kit import (MUTANTS, _canonical, _coverage, _provenance, _reorder, _replace_everywhere, _split,  # noqa: F401
                           _drop_rows, _wrap, dig, failures_use_fetches, mutant, reg_add, reg_drop, reg_post, reg_pre, schema_edit)
 
-FAULTS = {f["id"]: f for f in json.loads((Path(__file__).resolve().parent / "faults.json").read_text(encoding="utf-8"))}
+FAULTS = {f["id"]: f for f in json.loads((Path(__file__).resolve().parent / "faults" / "independent.json").read_text(encoding="utf-8"))}
 
 
 def fault(fid: str):
-    """Register the function below as fault `fid` of faults.json (its text and clauses)."""
+    """Register the function below as fault `fid` of faults/independent.json (its text and clauses)."""
     f = FAULTS[fid]
     return mutant(fid, f["family"], f["fault"], clauses=tuple(f["clauses"]), mode=f["mode"], fault_set="independent")
 
