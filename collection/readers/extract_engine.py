@@ -68,7 +68,7 @@ newsletter newsletters subscribe subscription signup sign paywall promo promos p
 cookie cookies consent gdpr banner breadcrumb breadcrumbs sidebar widget widgets advert advertisement ad ads
 adslot adunit dfp popup modal overlay masthead menu navbar nav navigation footer header toolbar skip tags tag
 tagline byline author authors meta metadata dateline timestamp caption credit credits print hidden hide
-pagination pager prev next jump more readmore rail teaser teasers topics keywords disclaimer copyright
+pagination pager prev next jump readmore rail teaser teasers topics keywords disclaimer copyright
 feedback survey helpful rating onetrust cookiebot
 """.split())
 _STRONG_WORDS = frozenset("cookie cookies consent gdpr onetrust cookiebot".split())
