@@ -26,7 +26,10 @@ Three steps, each cheap enough to keep the whole Reader within a few times the p
    core: the element directly holding the most prose, where prose inside something named
    as boilerplate counts a tenth, so a short notice beats the long comments under it.
    A dialog, a `display:none` element or a cookie notice (by name, or any small box with a
-   button that asks for consent to cookies) is dropped whatever it holds.
+   button that asks for consent to cookies) is dropped whatever it holds. An element named as
+   one blog post (hentry, type-post, entry-<id>) is never boilerplate by its other class words
+   (the post's taxonomy: author-x, category-y), and the elements around a core of several
+   paragraphs damp nothing (Blogger wraps its posts in "widget Blog"); issue 27, D-78/D-79.
 3. Emit the container's blocks in document order, leaving out link lists, the <h1> (the
    title, which is its own column), captions beside an article's paragraphs and lines that
    only label an ad slot. When no block has any value (a page that is only a heading and a
