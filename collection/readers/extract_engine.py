@@ -26,7 +26,10 @@ Three steps, each cheap enough to keep the whole Reader within a few times the p
    core: the element directly holding the most prose, where prose inside something named
    as boilerplate counts a tenth, so a short notice beats the long comments under it.
    A dialog, a `display:none` element or a cookie notice (by name, or any small box with a
-   button that asks for consent to cookies) is dropped whatever it holds.
+   button that asks for consent to cookies) is dropped whatever it holds. An element named as
+   one blog post (hentry, type-post, entry-<id>) is never boilerplate by its other class words
+   (the post's taxonomy: author-x, category-y), and the elements around a core of several
+   paragraphs damp nothing (Blogger wraps its posts in "widget Blog"); issue 27, D-78/D-79.
 3. Emit the container's blocks in document order, leaving out link lists, the <h1> (the
    title, which is its own column), captions beside an article's paragraphs and lines that
    only label an ad slot. When no block has any value (a page that is only a heading and a
@@ -68,7 +71,7 @@ newsletter newsletters subscribe subscription signup sign paywall promo promos p
 cookie cookies consent gdpr banner breadcrumb breadcrumbs sidebar widget widgets advert advertisement ad ads
 adslot adunit dfp popup modal overlay masthead menu navbar nav navigation footer header toolbar skip tags tag
 tagline byline author authors meta metadata dateline timestamp caption credit credits print hidden hide
-pagination pager prev next jump more readmore rail teaser teasers topics keywords disclaimer copyright
+pagination pager prev next jump readmore rail teaser teasers topics keywords disclaimer copyright
 feedback survey helpful rating onetrust cookiebot
 """.split())
 _STRONG_WORDS = frozenset("cookie cookies consent gdpr onetrust cookiebot".split())
@@ -102,6 +105,8 @@ _DAMP = 0.1
 _WIDGET_FORM = 200
 # A teaser card holds a headline and a summary, not an article.
 _CARD = 600
+# Prose held directly by one element that makes it an article's body rather than a box's blurb.
+_ARTICLE = 500
 
 
 def shows_text(root: Any) -> bool:
@@ -154,11 +159,23 @@ def main_text(root: Any) -> str:
     # body on nearly every page. Inside something named as boilerplate every value counts a
     # tenth, so comments or teasers longer than a short notice do not outvote it.
     votes: dict = {}
+    prose: dict = {}
     for block, value in values.items():
         if value > 0:
             for weight, element in zip((1.0, 0.5), chains[block][1:3]):
                 votes[element] = votes.get(element, 0) + weight * value * damp[block]
-    kept = set(chains.get(max(votes, key=votes.__getitem__), ())) if votes else set()
+            for element in chains[block][1:2]:
+                prose[element] = prose.get(element, 0) + value
+    core = max(votes, key=votes.__getitem__) if votes else None
+    kept = set(chains.get(core, ()))
+    # What holds a core of several paragraphs is not boilerplate, whatever its name ("widget Blog"
+    # around a Blogger post): it damps nothing, so the story is not outscored by a sidebar that merely
+    # has no name. (A short core may be a newsletter box's blurb: that one stays damped.)
+    undamped = [element for element in kept if strength.get(element) == 1] if prose.get(core, 0) >= _ARTICLE else []
+    if undamped:
+        for element in undamped:
+            del strength[element]
+        chains, damp, order = _chains(body, blocks, strength)
     dropped = {element for element, level in strength.items() if level == 2}
     fitness = _fitness(values, chains, damp, order, dropped)
     main = next((element for element in anchors if element.tag == "main"), mains[0] if mains else None)
@@ -343,8 +360,15 @@ def _is_boilerplate(element: Any) -> int:
 _NAMES: dict[str, int] = {}
 
 
+# Class words that name one post of a blog or CMS (hAtom's `hentry`, WordPress's `post_class()` and
+# Typepad's `entry entry-<id>`): such an element is the article, and the taxonomy its class list also
+# carries ("author-matt", "category-news", "entry-author-x", "tag-y") names the post's metadata, not a box
+# beside it.
+_POST = re.compile(r"(?:^|\s)(?:h-?entry|type-post|(?:post|entry)(?:-[0-9a-f]{3,})?)(?=\s|$)", re.I)
+
+
 def _name_strength(names: str) -> int:
-    if _POSITIVE.search(names):
+    if _POSITIVE.search(names) or _POST.search(names):
         return 0
     parts = {part.lower() for part in _PARTS.findall(names)}
     if not parts.isdisjoint(_STRONG_WORDS):
