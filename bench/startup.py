@@ -90,7 +90,8 @@ def main() -> int:
     else:
         ensure_pyz(pyz)
     py = args.python
-    console = ROOT / ".venv" / "bin" / "collection"
+    # The console script of the venv running this bench (the editable install's `collection`).
+    console = Path(sys.executable).parent / "collection"
 
     with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
         tmp_p = Path(tmp)
@@ -100,7 +101,7 @@ def main() -> int:
         home.mkdir()
         base_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
         warm_root = tmp_p / "warm_root"
-        warm_env = {**base_env, "PEX_ROOT": str(warm_root)}
+        warm_env = {**base_env, "COLLECTION_PYZ_ROOT": str(warm_root)}
 
         pyz_cmd = [py, "-I", str(pyz), "--help"]
         rows: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -124,7 +125,7 @@ def main() -> int:
                     samples[name].append(timed(cmd, env, str(cwd)))
             if i + 1 < args.first_runs:
                 fresh = tmp_p / f"first_root_{i}"
-                first.append(timed(pyz_cmd, {**base_env, "PEX_ROOT": str(fresh)}, str(cwd)))
+                first.append(timed(pyz_cmd, {**base_env, "COLLECTION_PYZ_ROOT": str(fresh)}, str(cwd)))
                 shutil.rmtree(fresh)
         samples["collection.pyz --help (first run)"] = first
 
