@@ -512,3 +512,64 @@ def test_collection_conformance_starts_its_harness_from_the_pyz(built, tmp_path,
                            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
     assert child.returncode == 0 and child.stdout.strip() == module, child.stderr
     assert Path(module).resolve().is_relative_to((tmp_path / "cache").resolve())
+
+
+# --- issue 25 point 5: the build file (D-73) ---------------------------------------------------
+
+@pytest.fixture(scope="session")
+def build_file(tmp_path_factory):
+    """collection-build-<this target>.pyz of HEAD, built once per session (only the local
+    target: each build file resolves and compresses DuckDB, ~25 MB)."""
+    commit = _git("rev-parse", "HEAD")
+    dist = ROOT / "dist" / f"collection-build-{local_target()}.pyz"
+    if embedded_commit(dist) == commit:
+        return dist
+    out = tmp_path_factory.mktemp("build-pyz") / dist.name
+    proc = subprocess.run([sys.executable, str(BUILD), "--with-build", "--commit", commit, "--no-check",
+                           "-o", str(out)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"build_zipapp.py --with-build failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def test_the_build_file_carries_one_target_and_runs_duckdb_from_itself(build_file, tmp_path, workdir):
+    """D-73: one target; DuckDB imported from the file's own unpacked wheel (not the test venv's)
+    and working; `collection build --help` from the file."""
+    manifest = pyz_manifest(build_file)
+    assert list(manifest["targets"]) == [local_target()]
+    assert manifest["glibc"] == [2, 28]
+    assert any(name.startswith("duckdb-") for name in manifest["wheels"].values())
+    cache = tmp_path / "cache"
+    code = "import duckdb; print(duckdb.__file__); print(duckdb.sql('select 40 + 2').fetchone()[0])"
+    res = run_pyz(sys.executable, build_file, ["-c", code], cache, workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
+    assert res.returncode == 0, res.stderr
+    where, answer = res.stdout.split()
+    assert answer == "42" and Path(where).resolve().is_relative_to(cache.resolve()), res.stdout
+    res = run_pyz(sys.executable, build_file, ["build", "--help"], cache, workdir)
+    assert res.returncode == 0 and "usage:" in res.stdout.lower(), res.stderr
+
+
+def test_a_real_build_runs_from_the_build_file(build_file, tmp_path, workdir):
+    """D-73: the demo dataset (fixtures/datasets/council.json) replayed and then built from the
+    one file into typed Parquet, read back with DuckDB; the default pyz says where to get it."""
+    import duckdb
+
+    shutil.copy(ROOT / "fixtures" / "datasets" / "council.json", workdir / "council.json")
+    cache, state = tmp_path / "cache", tmp_path / "state"
+    res = run_pyz(sys.executable, build_file, ["run", "council.json", "--state", str(state), "--replay",
+                                               str(REPLAY_FIXTURE), "--json"], cache, workdir)
+    assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
+    res = run_pyz(sys.executable, build_file, ["build", "council.json", "--state", str(state)], cache, workdir)
+    assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
+    parquet = sorted(state.glob("build/**/*.parquet"))
+    assert parquet, sorted(str(p) for p in state.rglob("*"))
+    rows = duckdb.sql(f"select count(*) from read_parquet('{parquet[0]}')").fetchone()[0]
+    assert rows > 0
+
+
+def test_the_default_pyz_sends_build_to_the_build_file(built, tmp_path, workdir):
+    """D-73: collection.pyz has no DuckDB; `build` says so in one line (exit 2) naming the build file."""
+    shutil.copy(ROOT / "fixtures" / "datasets" / "council.json", workdir / "council.json")
+    res = run_pyz(sys.executable, built[0], ["build", "council.json", "--state", str(tmp_path / "s")],
+                  tmp_path / "cache", workdir)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert len(res.stderr.strip().splitlines()) == 1 and "collection-build-" in res.stderr, res.stderr
