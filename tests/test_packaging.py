@@ -539,7 +539,7 @@ def test_the_build_file_carries_one_target_and_runs_duckdb_from_itself(build_fil
     assert manifest["glibc"] == [2, 28]
     assert any(name.startswith("duckdb-") for name in manifest["wheels"].values())
     cache = tmp_path / "cache"
-    code = "import duckdb; print(duckdb.__file__); print(duckdb.sql('select 40 + 2').fetchone()[0])"
+    code = "import duckdb; print(duckdb.__file__); print(duckdb.sql('select 40 + 2').fetchall()[0][0])"
     res = run_pyz(sys.executable, build_file, ["-c", code], cache, workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
     assert res.returncode == 0, res.stderr
     where, answer = res.stdout.split()
@@ -566,7 +566,7 @@ def test_a_real_build_runs_from_the_build_file(build_file, tmp_path, workdir):
     assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
     parquet = sorted(state.glob("build/**/*.parquet"))
     assert parquet, sorted(str(p) for p in state.rglob("*"))
-    rows = duckdb.sql(f"select count(*) from read_parquet('{parquet[0]}')").fetchone()[0]
+    rows = duckdb.sql(f"select count(*) from read_parquet('{parquet[0]}')").fetchall()[0][0]
     assert rows > 0
 
 
