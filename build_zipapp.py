@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
 """Build `dist/collection.pyz`: one file that runs with `python3 collection.pyz ...`.
 
-    python3 build_zipapp.py            # -> dist/collection.pyz (the committed HEAD)
+    python3 build_zipapp.py                      # -> dist/collection.pyz (the committed HEAD)
+    python3 build_zipapp.py --with-build         # -> dist/collection-build-<cpXY>-<arch>.pyz
+    python3 build_zipapp.py --with-build --target all    # the build file of every target
 
 Operators copy one file to servers running CPython 3.11, 3.12 or 3.13 on x86_64 or aarch64
-Linux. lxml and rpds-py are native, so the stdlib `zipapp` cannot carry them; pex can: the
-pyz holds a wheel of each native dependency for every target below, and on its first run
-it unpacks the ones matching the interpreter into a venv under PEX_ROOT (default
-~/.cache/pex), which later runs reuse.
+Linux. lxml, rpds-py, brotli and zstandard are native, so the stdlib `zipapp` cannot carry
+them alone: the pyz holds a wheel of each dependency for every target below (unpacked
+under `.deps/<wheel>/`), and its `__main__.py` (zipapp_main.py, stdlib only) unpacks, on
+the first run under an interpreter, only the wheels of that interpreter's target into a
+cache (D-74) and execs a small venv made of them; later runs reuse it.
+
+`collection build` needs DuckDB (about 25 MB per target), which the default pyz does not
+carry (D-73): `--with-build` makes a file for ONE target holding everything collection.pyz
+holds for that target plus duckdb, so shipping one file to a server stays practical.
 
 What it does, needing nothing but python3 (3.11+), git and access to PyPI:
 
@@ -18,20 +25,22 @@ What it does, needing nothing but python3 (3.11+), git and access to PyPI:
    working tree is never touched, and uncommitted changes are not part of the build;
 3. builds the project wheel from the staged copy (pyproject decides what ships: the
    `collection` and `conformance` packages and `schemas/` as `collection.schemas`; its
-   `dependencies` become the wheel's requirements, which pex resolves for every target);
-4. resolves the project wheel's dependencies for every target into a local wheelhouse
-   (`pex3 download`: pex's own resolver, so the same versions pex itself would pick);
+   `dependencies` become the wheel's requirements);
+4. resolves the project wheel's dependencies for each target on its own into a local
+   wheelhouse (`pex3 download`, one `--platform` at a time: pex's resolver evaluates
+   `python_full_version` markers, and one run per target says exactly which wheels that
+   target gets); the build file adds the `build` extra's duckdb, resolved for glibc 2.28
+   (DuckDB publishes no manylinux2014 wheels);
 5. slims the wheels there (see SLIM): drops files that exist only for building against or
-   testing a dependency (lxml's C headers and Cython sources, test suites), which pex
-   would otherwise unpack into PEX_ROOT on every first run. Each slimmed wheel keeps its
-   name and, for every other entry, its contents, order, timestamp, permissions and
-   compression method, and gets a regenerated RECORD: it depends only on the wheel PyPI
-   served (not on the commit or the clock), so it is reproducible and every build of
-   the pyz shares one extracted copy of it in PEX_ROOT;
-6. runs pex on the wheelhouse alone (`--no-pypi --find-links`): `--venv`, wheels only, one
-   `--platform` per target, shebang `/usr/bin/env python3`, timestamps fixed
-   (`--no-use-system-time`, SOURCE_DATE_EPOCH = commit time), so two builds of one commit
-   give one sha256 as long as PyPI serves the same dependency versions.
+   testing a dependency, and zstandard's cffi backend, which no target loads. Each slimmed
+   wheel keeps its name and, for every other entry, its contents, order, timestamp,
+   permissions and compression method, and gets a regenerated RECORD: it depends only on
+   the wheel PyPI served (not on the commit or the clock), so every build carrying it
+   shares one unpacked copy of it in the cache;
+6. writes the pyz itself: shebang `/usr/bin/env python3`, `__main__.py` with the manifest
+   (targets -> wheels, each named by its sha256), then every wheel's files, entries in a
+   fixed order with fixed timestamps, so two builds of one commit give one sha256 as long
+   as PyPI serves the same dependency versions.
 """
 
 from __future__ import annotations
@@ -44,12 +53,14 @@ import fcntl
 import fnmatch
 import hashlib
 import io
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import venv
 import zipfile
 from pathlib import Path
@@ -69,20 +80,40 @@ PIP_VERSION = "26.2.1"
 
 PYTHONS = ["3.11", "3.12", "3.13"]
 ARCHES = ["x86_64", "aarch64"]
-# manylinux2014 = glibc 2.17 and newer: every supported server; lxml and rpds-py publish
-# wheels for it on both architectures.
-# The version is written in full (3.11.0: pex >= 2.1.67 reads a dotted PYVER) so that
-# `python_full_version` markers can be evaluated: redis needs async-timeout below 3.11.3, and
-# resolving for x.y.0 carries every such backport, which later patch releases simply ignore.
-PLATFORMS = [f"manylinux2014_{arch}-cp-{py}.0-cp{py.replace('.', '')}"
-             for py in PYTHONS for arch in ARCHES]
+TARGETS = [f"cp{py.replace('.', '')}-{arch}" for py in PYTHONS for arch in ARCHES]   # cp311-x86_64, ...
+# manylinux2014 = glibc 2.17 and newer: every supported server; lxml, rpds-py, brotli and
+# zstandard publish wheels for it on both architectures. DuckDB publishes manylinux_2_28
+# wheels only, so the build file needs glibc 2.28 (D-73).
+GLIBC = (2, 17)
+GLIBC_BUILD = (2, 28)
 SHEBANG = "/usr/bin/env python3"
+ENTRY = "collection.cli:main"
+BOOT = ROOT / "zipapp_main.py"            # becomes the pyz's __main__.py
 
-# Files dropped from dependency wheels before pex embeds them: only what exists for building
-# against a package or for testing it, never anything run time imports or reads. pex unpacks
-# every embedded wheel (all six targets) on a pyz's first run, and that run's cost is per
-# file, so each file cut here is cut six times for native packages. fnmatch patterns on the
-# path inside the wheel (`*` also matches `/`), keyed by the wheel's project name.
+
+def platform_of(target: str, glibc: tuple[int, int]) -> str:
+    """pex's --platform for a target. The version is written in full (3.11.0: pex >= 2.1.67
+    reads a dotted PYVER) so that `python_full_version` markers can be evaluated: redis needs
+    async-timeout below 3.11.3, and resolving for x.y.0 carries every such backport, which
+    later patch releases simply ignore."""
+    tag, arch = target.split("-", 1)
+    py = f"{tag[2]}.{tag[3:]}"
+    plat = "manylinux2014" if glibc == (2, 17) else f"manylinux_{glibc[0]}_{glibc[1]}"
+    return f"{plat}_{arch}-cp-{py}.0-{tag}"
+
+
+def local_target() -> str | None:
+    """This interpreter's target, if it is one."""
+    key = f"cp{sys.version_info[0]}{sys.version_info[1]}-{os.uname().machine}"
+    return key if key in TARGETS and sys.platform.startswith("linux") else None
+
+
+# Files dropped from dependency wheels before they are embedded: only what exists for building
+# against a package or for testing it, and backends no target loads; never anything run time
+# imports or reads. A first run unpacks its target's wheels, and its cost is per file and per
+# byte, so each file cut here is cut from every first run (and from the pyz six times).
+# fnmatch patterns on the path inside the wheel (`*` also matches `/`), keyed by the wheel's
+# project name.
 SLIM: dict[str, tuple[str, ...]] = {
     # C headers of libxml2/libxslt/lxml, Cython declarations (.pxd), sources (.pyx) and
     # includes (.pxi): lxml.get_include() and `cimport lxml...` use them, nothing at run time.
@@ -91,6 +122,11 @@ SLIM: dict[str, tuple[str, ...]] = {
     "jsonschema": ("jsonschema/tests/*", "jsonschema/benchmarks/*"),
     "jsonschema_specifications": ("jsonschema_specifications/tests/*",),
     "referencing": ("referencing/tests/*",),
+    # zstandard's cffi backend (12 MB per target): `import zstandard` loads the C backend
+    # (backend_c) and falls back to cffi only when that fails or PYTHON_ZSTANDARD_IMPORT_POLICY
+    # asks for it; the C backend ships for every target (tests/test_packaging.py decodes a
+    # zstd frame from the pyz) and cffi itself is not a dependency here.
+    "zstandard": ("zstandard/_cffi.*", "zstandard/backend_cffi.py"),
 }
 
 
@@ -242,16 +278,15 @@ def slim_wheelhouse(wheelhouse: Path) -> None:
     log(f"slimmed the wheelhouse: {total} files dropped in all")
 
 
-def boot_check(pyz: Path, commit: str) -> None:
-    """Run the fresh pyz once (`--version`, empty PEX_ROOT) under this interpreter when it is
-    one of the targets: a pyz whose dependencies do not resolve at boot is never shipped."""
-    import platform
-    if f"{sys.version_info[0]}.{sys.version_info[1]}" not in PYTHONS or platform.machine() not in ARCHES:
-        log("boot check skipped: this interpreter is not one of the targets")
+def boot_check(pyz: Path, commit: str, targets: list[str]) -> None:
+    """Run the fresh pyz once (`--version`, empty cache) under this interpreter when it is
+    one of the file's targets: a pyz whose dependencies do not resolve at boot is never shipped."""
+    if local_target() not in targets:
+        log("boot check skipped: this interpreter is not one of the file's targets")
         return
     python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
     with tempfile.TemporaryDirectory(dir=WORK, prefix="check-") as tmp:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "PEX_ROOT": tmp}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "COLLECTION_PYZ_ROOT": tmp}
         proc = subprocess.run([python, "-I", str(pyz), "--version"], env=env, cwd=tmp,
                               capture_output=True, text=True, timeout=300)
     if proc.returncode != 0 or commit not in proc.stdout:
@@ -260,8 +295,64 @@ def boot_check(pyz: Path, commit: str) -> None:
     log(f"boot check: {proc.stdout.strip()}")
 
 
+def build_requirements() -> list[str]:
+    """The `build` extra of pyproject.toml (duckdb): what the build file adds."""
+    import tomllib
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        return list(tomllib.load(fh)["project"]["optional-dependencies"]["build"])
+
+
+def wheel_key(path: Path) -> str:
+    """The cache directory name of a wheel: project, version and the first 16 hex digits of
+    the (slimmed) wheel's sha256, so every build carrying the same wheel shares its copy."""
+    project, version = path.name.split("-")[:2]
+    return f"{project}-{version}-{sha256(path)[:16]}"
+
+
+def assemble(output: Path, wheelhouse: Path, targets: dict[str, list[str]], glibc: tuple[int, int],
+             epoch: int) -> None:
+    """Write the pyz: shebang, __main__.py (zipapp_main.py with the manifest), then each wheel's
+    files under .deps/<wheel>/, wheels sorted by name and each in its own entry order. Every
+    entry has a fixed timestamp (the wheel's own; the commit's for __main__.py) and mode, so
+    the bytes depend only on the commit and the wheels."""
+    names = sorted({name for wheels in targets.values() for name in wheels})
+    keys = {name: wheel_key(wheelhouse / name) for name in names}
+    body = {"entry": ENTRY, "glibc": list(glibc),
+            "targets": {t: sorted(keys[n] for n in wheels) for t, wheels in sorted(targets.items())},
+            "wheels": {keys[n]: n for n in names}}
+    boot = BOOT.read_text(encoding="utf-8")
+    build_id = hashlib.sha256((boot + json.dumps(body, sort_keys=True)).encode("utf-8")).hexdigest()
+    manifest = {"build": build_id, **body}
+    placeholder = "MANIFEST = {}"
+    if boot.count(placeholder) != 1:
+        raise SystemExit(f"build_zipapp: {BOOT.name} must hold exactly one {placeholder!r}")
+    main_py = boot.replace(placeholder, "MANIFEST = " + json.dumps(manifest, sort_keys=True, indent=1))
+    stamp = time.gmtime(max(epoch, 315532800))[:6]          # zip timestamps start in 1980
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "wb") as raw:
+        raw.write(f"#!{SHEBANG}\n".encode())
+        with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zout:
+            info = zipfile.ZipInfo("__main__.py", date_time=stamp)
+            info.external_attr, info.create_system, info.compress_type = 0o644 << 16, 3, zipfile.ZIP_DEFLATED
+            zout.writestr(info, main_py.encode("utf-8"))
+            for name in names:
+                with zipfile.ZipFile(wheelhouse / name) as zin:
+                    for member in zin.infolist():
+                        if member.is_dir():
+                            continue
+                        out = zipfile.ZipInfo(f".deps/{name}/{member.filename}", date_time=member.date_time)
+                        mode = (member.external_attr >> 16) & 0o777
+                        out.external_attr = ((mode or 0o644) | 0o100000) << 16
+                        out.create_system, out.compress_type = 3, zipfile.ZIP_DEFLATED
+                        zout.writestr(out, zin.read(member))
+    output.chmod(0o755)
+
+
 def build(output: Path, commit: str = "HEAD", check: bool = True,
-          extra_pex_args: list[str] | None = None) -> Path:
+          targets: list[str] | None = None, with_build: bool = False) -> Path:
+    """The pyz of `commit` for `targets` (default: all six); with_build adds the `build` extra
+    (duckdb) and raises the glibc floor to DuckDB's."""
+    targets = list(targets or TARGETS)
     commit = git("rev-parse", "--verify", f"{commit}^{{commit}}")
     epoch = git("log", "-1", "--format=%ct", commit)
     if git("status", "--porcelain", "--untracked-files=no"):
@@ -271,6 +362,9 @@ def build(output: Path, commit: str = "HEAD", check: bool = True,
            "PYTHONHASHSEED": "0"}
     for var in ("PEX_PYTHON", "PEX_PYTHON_PATH", "PEX_VERBOSE", "PEX_MODULE", "PEX_SCRIPT"):
         env.pop(var, None)
+    common = ["--pip-version", PIP_VERSION,  # pex's vendored pip 20.3 mis-resolves extras (PEP 685)
+              "--no-build",                  # native deps as wheels for every target, never sdists
+              "--no-emit-warnings"]
 
     with locked(WORK / ".lock"):
         py = tools_python()
@@ -283,30 +377,40 @@ def build(output: Path, commit: str = "HEAD", check: bool = True,
                  "--no-build-isolation", "-w", str(wheels), str(src)], env=env, cwd=tmp,
                 stdout=subprocess.DEVNULL)
             (wheel,) = wheels.glob("collection-*.whl")
-            resolve_args = [*[arg for plat in PLATFORMS for arg in ("--platform", plat)],
-                            "--pip-version", PIP_VERSION,  # pex's vendored pip 20.3 mis-resolves extras (PEP 685)
-                            "--no-build",                  # native deps as wheels for every target, never sdists
-                            "--no-emit-warnings"]
             wheelhouse = Path(tmp) / "wheelhouse"
-            log(f"resolving the dependencies for {len(PLATFORMS)} targets: {', '.join(PLATFORMS)}")
-            run([str(py), "-m", "pex.cli", "download", str(wheel), "-d", str(wheelhouse), *resolve_args],
-                env=env, cwd=tmp, stdout=sys.stderr)
+            wheelhouse.mkdir()
+            jobs = []                                  # (target, requirements, platform)
+            for target in targets:
+                jobs.append((target, [str(wheel)], platform_of(target, GLIBC)))
+                if with_build:
+                    jobs.append((target, build_requirements(), platform_of(target, GLIBC_BUILD)))
+
+            def resolve(job: tuple[str, list[str], str]) -> Path:
+                _target, reqs, plat = job
+                dest = Path(tmp) / "resolve" / f"{len(reqs)}-{plat}"
+                run([str(py), "-m", "pex.cli", "download", *reqs, "-d", str(dest), "--platform", plat,
+                     *common], env=env, cwd=tmp, stdout=sys.stderr)
+                return dest
+
+            log(f"resolving for {len(targets)} target(s), one pex3 download per platform: "
+                + ", ".join(sorted({plat for _, _, plat in jobs})))
+            # One resolve per platform says exactly which wheels that target gets; they are
+            # independent (pex locks its own cache), so they run side by side.
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+                dests = list(pool.map(resolve, jobs))
+            per_target: dict[str, list[str]] = {t: [] for t in targets}
+            for (target, _reqs, _plat), dest in zip(jobs, dests):
+                for whl in sorted(dest.glob("*.whl")):
+                    if not (wheelhouse / whl.name).exists():
+                        shutil.copy2(whl, wheelhouse / whl.name)
+                    per_target[target].append(whl.name)
             slim_wheelhouse(wheelhouse)
-            output.parent.mkdir(parents=True, exist_ok=True)
             partial = output.with_name(output.name + ".partial")
-            cmd = [str(py), "-m", "pex", str(wheel),
-                   "--no-pypi", "--find-links", str(wheelhouse),  # the slimmed wheels, nothing else
-                   "--console-script", "collection",
-                   "--venv",
-                   *resolve_args,
-                   "--python-shebang", SHEBANG,
-                   "--no-use-system-time",        # fixed zip timestamps: reproducible
-                   *(extra_pex_args or []),
-                   "-o", str(partial)]
-            log("running pex on the wheelhouse")
-            run(cmd, env=env, cwd=tmp, stdout=sys.stderr)
+            log(f"writing {output.name} for {', '.join(targets)}")
+            assemble(partial, wheelhouse, per_target, GLIBC_BUILD if with_build else GLIBC, int(epoch))
             if check:
-                boot_check(partial, commit)
+                boot_check(partial, commit, targets)
             os.replace(partial, output)
     return output
 
@@ -375,8 +479,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip running the built pyz once under this interpreter")
     ap.add_argument("--conformance", action="store_true",
                     help="build dist/collection-conformance.pyz (the suite alone, no collection) instead")
-    ap.add_argument("--pex-arg", action="append", default=[], metavar="ARG",
-                    help="extra argument for pex, repeatable (for experiments; e.g. --pex-arg=--max-install-jobs=0)")
+    ap.add_argument("--with-build", action="store_true",
+                    help="build the file that ships `collection build` (D-73): everything collection.pyz "
+                         "holds plus duckdb, for ONE target -> dist/collection-build-<cpXY>-<arch>.pyz")
+    ap.add_argument("--target", action="append", default=[], metavar="cpXY-ARCH",
+                    help="with --with-build: the target(s) to build, repeatable, or 'all' "
+                         f"(default: this interpreter's); one of {', '.join(TARGETS)}")
     args = ap.parse_args(argv)
     if sys.version_info < (3, 11):
         ap.error("needs Python 3.11 or newer")
@@ -386,8 +494,24 @@ def main(argv: list[str] | None = None) -> int:
         out = build_conformance(target.resolve(), args.commit)
         print(f"{out}  {out.stat().st_size} bytes  sha256 {sha256(out)}")
         return 0
-    out = build(args.output.resolve(), args.commit, check=not args.no_check,
-                extra_pex_args=args.pex_arg)
+    if args.target and not args.with_build:
+        ap.error("--target goes with --with-build (collection.pyz always carries every target)")
+    if args.with_build:
+        targets = TARGETS if "all" in args.target else (args.target or [local_target()])
+        if None in targets:
+            ap.error("this interpreter is not a target; name one with --target")
+        unknown = sorted(set(targets) - set(TARGETS))
+        if unknown:
+            ap.error(f"unknown target {unknown[0]}; targets: {', '.join(TARGETS)}")
+        if len(targets) > 1 and args.output != ROOT / "dist" / "collection.pyz":
+            ap.error("-o names one file; build several targets into dist/ without it")
+        for target in targets:
+            dest = (ROOT / "dist" / f"collection-build-{target}.pyz" if args.output == ROOT / "dist" / "collection.pyz"
+                    else args.output)
+            out = build(dest.resolve(), args.commit, check=not args.no_check, targets=[target], with_build=True)
+            print(f"{out}  {out.stat().st_size} bytes  sha256 {sha256(out)}")
+        return 0
+    out = build(args.output.resolve(), args.commit, check=not args.no_check)
     print(f"{out}  {out.stat().st_size} bytes  sha256 {sha256(out)}")
     return 0
 

@@ -3,7 +3,7 @@
 The pyz is built once per session from the current commit into a temporary directory
 (or `dist/collection.pyz` is reused when it carries the current commit), then run the way
 an operator runs it: `python3 -I collection.pyz ...` from an empty directory, with an empty
-PEX_ROOT and HOME, under every local CPython 3.11 / 3.12 / 3.13 that can be found.
+cache (COLLECTION_PYZ_ROOT) and HOME, under every local CPython 3.11 / 3.12 / 3.13 that can be found.
 Figures (sizes, startup times) live in bench/startup.py, not here.
 """
 
@@ -91,11 +91,12 @@ def find_python(version: str) -> str | None:
 
 def run_pyz(python: str, pyz: Path, args: list[str], pex_root: Path, cwd: Path,
             extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`python -I collection.pyz ARGS` as on a server: no project, no PYTHON*/PEX_* settings."""
+    """`python -I collection.pyz ARGS` as on a server: no project, no PYTHON* settings; the
+    pyz's cache (D-74) in `pex_root`."""
     home = pex_root.parent / "home"
     home.mkdir(exist_ok=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-           "PEX_ROOT": str(pex_root), **(extra_env or {})}
+           "COLLECTION_PYZ_ROOT": str(pex_root), **(extra_env or {})}
     return subprocess.run([python, "-I", str(pyz), *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT)
 
@@ -191,7 +192,7 @@ def test_every_subcommand_runs_from_the_pyz(built, version, tmp_path, workdir):
 # What build_zipapp.py's SLIM drops from dependency wheels (build- and test-only files), and,
 # for lxml, what must stay: every module and every data file it reads at run time.
 _SLIMMED = re.compile(r"^(lxml/includes/|lxml/.*\.(h|pxd|pyx|pxi)$|jsonschema/(tests|benchmarks)/"
-                      r"|jsonschema_specifications/tests/|referencing/tests/)")
+                      r"|jsonschema_specifications/tests/|referencing/tests/|zstandard/(_cffi\.|backend_cffi\.py))")
 
 
 def _embedded_dists(zf: zipfile.ZipFile) -> dict[str, dict[str, zipfile.ZipInfo]]:
@@ -217,7 +218,8 @@ def test_embedded_wheels_are_slimmed_and_their_records_match(built):
                 continue
             leftovers = [path for path in files if _SLIMMED.match(path)]
             assert not leftovers, f"{wheel} still carries build/test-only files: {leftovers[:5]}"
-            if not wheel.startswith(("lxml-", "jsonschema-", "jsonschema_specifications-", "referencing-")):
+            if not wheel.startswith(("lxml-", "jsonschema-", "jsonschema_specifications-", "referencing-",
+                                     "zstandard-")):
                 continue
             (record_path,) = [p for p in files if p.count("/") == 1 and p.endswith(".dist-info/RECORD")]
             def pex_own(path: str) -> bool:   # what pex adds when it installs a wheel
@@ -241,12 +243,12 @@ def test_embedded_wheels_are_slimmed_and_their_records_match(built):
 
 
 def test_the_code_comes_from_the_pyz_not_from_the_checkout(built, tmp_path, workdir):
-    """Under `-I` from an empty directory, every import resolves inside PEX_ROOT."""
+    """Under `-I` from an empty directory, every import resolves inside the pyz cache."""
     python = find_python("3.11") or sys.executable
     pyz, _ = built
     pex_root = tmp_path / "pex_root"
     code = "import collection, click, lxml.etree, jsonschema; print(collection.__file__); print(lxml.etree.__file__)"
-    res = run_pyz(python, pyz, ["-c", code], pex_root, workdir, {"PEX_INTERPRETER": "1"})
+    res = run_pyz(python, pyz, ["-c", code], pex_root, workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
     assert res.returncode == 0, res.stderr
     paths = res.stdout.split()
     assert len(paths) == 2
@@ -254,12 +256,16 @@ def test_the_code_comes_from_the_pyz_not_from_the_checkout(built, tmp_path, work
     # needs lxml_html_clean, which collection does not use).
     code = ("import lxml.etree, lxml.html, lxml.objectify, lxml.builder, lxml.sax, lxml.ElementInclude, "
             "lxml.cssselect, lxml.isoschematron, lxml.html.diff, lxml.html.formfill, lxml.html.builder, "
-            "jsonschema, referencing, jsonschema_specifications\n"
+            "jsonschema, referencing, jsonschema_specifications, zstandard, brotli\n"
             "assert lxml.html.fromstring('<p>a<b>b</b></p>').text_content() == 'ab'\n"
             "jsonschema.validate(3, {'$schema': 'https://json-schema.org/draft/2020-12/schema', 'type': 'integer'})\n"
             "jsonschema.Draft202012Validator.check_schema({'type': 'integer'})\n"
+            # WARC import's decoders: zstandard's C backend (its cffi one is slimmed away) and brotli.
+            "assert zstandard.backend == 'cext', zstandard.backend\n"
+            "assert zstandard.ZstdDecompressor().decompress(zstandard.ZstdCompressor().compress(b'z' * 99)) == b'z' * 99\n"
+            "assert brotli.decompress(brotli.compress(b'b' * 99)) == b'b' * 99\n"
             "print('ok')")
-    res = run_pyz(python, pyz, ["-c", code], pex_root, workdir, {"PEX_INTERPRETER": "1"})
+    res = run_pyz(python, pyz, ["-c", code], pex_root, workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
     for path in paths:
         assert Path(path).resolve().is_relative_to(pex_root.resolve()), path
@@ -272,7 +278,7 @@ def test_eight_concurrent_first_runs_on_an_empty_cache_all_succeed(built, tmp_pa
     pex_root = tmp_path / "pex_root"
     (tmp_path / "home").mkdir()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path / "home"),
-           "LANG": "C.UTF-8", "PEX_ROOT": str(pex_root)}
+           "LANG": "C.UTF-8", "COLLECTION_PYZ_ROOT": str(pex_root)}
     procs = [subprocess.Popen([python, "-I", str(pyz), "explain", "REQUEST_BUDGET_SUM"], cwd=workdir, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(8)]
@@ -365,7 +371,209 @@ def test_a_dataset_runs_from_the_pyz_and_commits_with_syncfs(built, tmp_path, wo
     for name in urls:
         assert (tmp_path / "state" / name / "current" / "relation.csv").read_text().count("\n") == 3
     code = "from collection.store.groupsync import FilesystemSync; print(FilesystemSync.available() is not None)"
-    res = run_pyz(sys.executable, built[0], ["-c", code], tmp_path / "pex_root", workdir, {"PEX_INTERPRETER": "1"})
+    res = run_pyz(sys.executable, built[0], ["-c", code], tmp_path / "pex_root", workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
     release = tuple(int(p) for p in os.uname().release.split("-")[0].split(".")[:2])
     expected = sys.platform.startswith("linux") and release >= (5, 8)
     assert res.returncode == 0 and res.stdout.strip() == str(expected), res.stderr
+
+
+# --- issue 26 point 4: only the running target is unpacked; the cache's place (D-74) ---------
+
+def pyz_manifest(pyz: Path) -> dict:
+    """The manifest build_zipapp.py wrote into the pyz's __main__.py (targets -> wheel keys)."""
+    with zipfile.ZipFile(pyz) as zf:
+        text = zf.read("__main__.py").decode("utf-8")
+    start = text.index("\nMANIFEST = ") + len("\nMANIFEST = ")
+    return json.JSONDecoder().raw_decode(text, start)[0]
+
+
+def _tree_size(path: Path) -> int:
+    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def local_target() -> str:
+    return f"cp{sys.version_info[0]}{sys.version_info[1]}-{os.uname().machine}"
+
+
+def test_a_first_run_unpacks_only_its_own_target_and_stays_small(built, tmp_path, workdir):
+    """Issue 26 point 4: the file <= 80 MB; a first run unpacks the wheels of its interpreter's
+    target and no other (no aarch64 lxml on x86_64, no cp312 wheel under 3.11), and the cache
+    after one interpreter is <= 100 MB. The default file carries no DuckDB (D-73)."""
+    pyz, _ = built
+    assert pyz.stat().st_size <= 80 * 2**20, pyz.stat().st_size
+    manifest = pyz_manifest(pyz)
+    assert sorted(manifest["targets"]) == sorted(f"cp{v.replace('.', '')}-{a}" for v in PYTHON_VERSIONS
+                                                 for a in ("x86_64", "aarch64"))
+    assert not any(name.startswith("duckdb-") for name in manifest["wheels"].values()), "duckdb: D-73"
+    cache = tmp_path / "cache"
+    res = run_pyz(sys.executable, pyz, ["--version"], cache, workdir)
+    assert res.returncode == 0, res.stderr
+    unpacked = sorted(p.name for p in (cache / "wheels").iterdir())
+    assert unpacked == sorted(manifest["targets"][local_target()])
+    foreign = [n for n in unpacked if any(t in manifest["wheels"][n] for t in ("aarch64", "cp312", "cp313", "cp311")
+                                          if t not in local_target())]
+    assert not foreign, foreign
+    assert _tree_size(cache) <= 100 * 2**20, _tree_size(cache)
+    assert len(list((cache / "envs").iterdir())) == 1
+
+
+def _bare_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir(exist_ok=True)
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "TMPDIR": str(tmpdir), **extra}
+
+
+def _run_bare(pyz: Path, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-I", str(pyz), "--version"], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("home", ["unset", "missing", "a-file"])
+def test_without_a_usable_home_the_cache_is_a_private_dir_in_tmp_and_home_is_untouched(built, tmp_path, workdir,
+                                                                                        home):
+    """D-74: HOME unset, missing or not a directory -> ($TMPDIR)/collection-pyz-<uid>, mode 0700;
+    nothing is created under HOME, nor under the account's home from the password file."""
+    import pwd
+
+    pyz, commit = built
+    env = _bare_env(tmp_path)
+    if home == "missing":
+        env["HOME"] = str(tmp_path / "no-such-home")
+    elif home == "a-file":
+        (tmp_path / "home-file").write_text("x")
+        env["HOME"] = str(tmp_path / "home-file")
+    passwd_cache = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "collection-pyz"
+    existed = passwd_cache.exists()
+    res = _run_bare(pyz, env, workdir)
+    assert res.returncode == 0 and commit in res.stdout, res.stderr
+    cache = Path(env["TMPDIR"]) / f"collection-pyz-{os.getuid()}"
+    assert (cache / "wheels").is_dir() and (cache / "envs").is_dir()
+    assert cache.stat().st_mode & 0o777 == 0o700
+    assert passwd_cache.exists() == existed, "wrote to the home of the password file"
+    if home == "missing":
+        assert not (tmp_path / "no-such-home").exists()
+    if home == "a-file":
+        assert (tmp_path / "home-file").read_text() == "x"
+    res = _run_bare(pyz, env, workdir)                     # the second run reuses it
+    assert res.returncode == 0 and commit in res.stdout, res.stderr
+
+
+@pytest.mark.parametrize("spoil", ["group-writable", "another-owner", "a-symlink"])
+def test_a_shared_tmp_cache_that_is_not_private_is_refused(built, tmp_path, workdir, spoil):
+    """D-74: the temp-dir fallback is used only if it is a real directory of this uid that no one
+    else may write; otherwise the run stops (exit 70) naming COLLECTION_PYZ_ROOT, and unpacks nothing."""
+    pyz, _ = built
+    env = _bare_env(tmp_path)
+    cache = Path(env["TMPDIR"]) / f"collection-pyz-{os.getuid()}"
+    if spoil == "a-symlink":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        cache.symlink_to(tmp_path / "elsewhere")
+    else:
+        cache.mkdir()
+        cache.chmod(0o777 if spoil == "group-writable" else 0o700)
+        if spoil == "another-owner":
+            if os.getuid() != 0:
+                pytest.skip("only root can give a directory to another owner")
+            os.chown(cache, 65534, -1)
+    res = _run_bare(pyz, env, workdir)
+    assert res.returncode == 70, (res.returncode, res.stdout, res.stderr)
+    assert "COLLECTION_PYZ_ROOT" in res.stderr and str(cache) in res.stderr, res.stderr
+    assert list(cache.iterdir()) == [] and (not (tmp_path / "elsewhere").exists()
+                                           or list((tmp_path / "elsewhere").iterdir()) == [])
+
+
+@pytest.mark.parametrize("variable", ["COLLECTION_PYZ_ROOT", "PEX_ROOT", "XDG_CACHE_HOME", "HOME"])
+def test_the_cache_location_follows_the_documented_order(built, tmp_path, workdir, variable):
+    """D-74: COLLECTION_PYZ_ROOT itself; PEX_ROOT/collection-pyz (deployments written for the
+    pex-based builds keep working); $XDG_CACHE_HOME/collection-pyz; $HOME/.cache/collection-pyz."""
+    pyz, commit = built
+    base = tmp_path / "base"
+    base.mkdir()
+    env = _bare_env(tmp_path, **{variable: str(base)})
+    expected = {"COLLECTION_PYZ_ROOT": base, "PEX_ROOT": base / "collection-pyz",
+                "XDG_CACHE_HOME": base / "collection-pyz", "HOME": base / ".cache" / "collection-pyz"}[variable]
+    res = _run_bare(pyz, env, workdir)
+    assert res.returncode == 0 and commit in res.stdout, res.stderr
+    assert (expected / "wheels").is_dir() and (expected / "envs").is_dir()
+    assert not Path(env["TMPDIR"], f"collection-pyz-{os.getuid()}").exists()
+
+
+def test_collection_conformance_starts_its_harness_from_the_pyz(built, tmp_path, workdir):
+    """`collection conformance` runs its harness as `sys.executable -m ...`: from the pyz that is
+    the cache's env python, which imports the pyz's code (and nothing of the system)."""
+    pyz, _ = built
+    code = "import sys, collection; print(sys.executable); print(collection.__file__)"
+    res = run_pyz(sys.executable, pyz, ["-c", code], tmp_path / "cache", workdir,
+                  {"COLLECTION_PYZ_INTERPRETER": "1"})
+    assert res.returncode == 0, res.stderr
+    exe, module = res.stdout.split()
+    child = subprocess.run([exe, "-c", "import collection, lxml.etree; print(collection.__file__)"],
+                           capture_output=True, text=True, timeout=TIMEOUT, cwd=workdir,
+                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    assert child.returncode == 0 and child.stdout.strip() == module, child.stderr
+    assert Path(module).resolve().is_relative_to((tmp_path / "cache").resolve())
+
+
+# --- issue 25 point 5: the build file (D-73) ---------------------------------------------------
+
+@pytest.fixture(scope="session")
+def build_file(tmp_path_factory):
+    """collection-build-<this target>.pyz of HEAD, built once per session (only the local
+    target: each build file resolves and compresses DuckDB, ~25 MB)."""
+    commit = _git("rev-parse", "HEAD")
+    dist = ROOT / "dist" / f"collection-build-{local_target()}.pyz"
+    if embedded_commit(dist) == commit:
+        return dist
+    out = tmp_path_factory.mktemp("build-pyz") / dist.name
+    proc = subprocess.run([sys.executable, str(BUILD), "--with-build", "--commit", commit, "--no-check",
+                           "-o", str(out)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"build_zipapp.py --with-build failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def test_the_build_file_carries_one_target_and_runs_duckdb_from_itself(build_file, tmp_path, workdir):
+    """D-73: one target; DuckDB imported from the file's own unpacked wheel (not the test venv's)
+    and working; every command of collection.pyz runs from it too."""
+    manifest = pyz_manifest(build_file)
+    assert list(manifest["targets"]) == [local_target()]
+    assert manifest["glibc"] == [2, 28]
+    assert any(name.startswith("duckdb-") for name in manifest["wheels"].values())
+    cache = tmp_path / "cache"
+    code = "import duckdb; print(duckdb.__file__); print(duckdb.sql('select 40 + 2').fetchall()[0][0])"
+    res = run_pyz(sys.executable, build_file, ["-c", code], cache, workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
+    assert res.returncode == 0, res.stderr
+    where, answer = res.stdout.split()
+    assert answer == "42" and Path(where).resolve().is_relative_to(cache.resolve()), res.stdout
+    res = run_pyz(sys.executable, build_file, ["validate", RECIPE.name], cache, workdir)
+    assert res.returncode == 0, f"validate: {res.stdout}\n{res.stderr}"
+
+
+def test_a_real_build_runs_from_the_build_file(build_file, tmp_path, workdir):
+    """D-73: `collection build --help`, then the demo dataset (fixtures/datasets/council.json,
+    issue 25's) replayed and built from the one file into typed Parquet, read back with DuckDB.
+    Needs issue-25-build's command merged."""
+    import duckdb
+
+    res = run_pyz(sys.executable, build_file, ["build", "--help"], tmp_path / "cache", workdir)
+    assert res.returncode == 0 and "usage:" in res.stdout.lower(), res.stderr
+
+    shutil.copy(ROOT / "fixtures" / "datasets" / "council.json", workdir / "council.json")
+    cache, state = tmp_path / "cache", tmp_path / "state"
+    res = run_pyz(sys.executable, build_file, ["run", "council.json", "--state", str(state), "--replay",
+                                               str(REPLAY_FIXTURE), "--json"], cache, workdir)
+    assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
+    res = run_pyz(sys.executable, build_file, ["build", "council.json", "--state", str(state)], cache, workdir)
+    assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
+    parquet = sorted(state.glob("build/**/*.parquet"))
+    assert parquet, sorted(str(p) for p in state.rglob("*"))
+    rows = duckdb.sql(f"select count(*) from read_parquet('{parquet[0]}')").fetchall()[0][0]
+    assert rows > 0
+
+
+def test_the_default_pyz_sends_build_to_the_build_file(built, tmp_path, workdir):
+    """D-73: collection.pyz has no DuckDB; `build` says so in one line (exit 2) naming the build file."""
+    shutil.copy(ROOT / "fixtures" / "datasets" / "council.json", workdir / "council.json")
+    res = run_pyz(sys.executable, built[0], ["build", "council.json", "--state", str(tmp_path / "s")],
+                  tmp_path / "cache", workdir)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert len(res.stderr.strip().splitlines()) == 1 and "collection-build-" in res.stderr, res.stderr
