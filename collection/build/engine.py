@@ -153,6 +153,11 @@ class _Clock:
             if self.expired:
                 connection.interrupt()
 
+    def check(self) -> None:
+        """Between statements: an interrupt only stops a statement that is running."""
+        if self.expired:
+            raise _Deadline
+
     def cancel(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -401,8 +406,7 @@ def _build(dataset, settings, state_dir, inputs, digests, columns, threads, memo
         queries, described, refusals = check_tables(connection, dataset.tables, columns, state_dir)
     finally:
         connection.close()
-    if clock.expired:
-        raise _Deadline
+    clock.check()
     if refusals:
         raise RefusedError(refusals)
     identity = _identity(dataset, inputs)
@@ -445,6 +449,7 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
     try:
         clock.use(connection)
         for index, table in enumerate(dataset.tables):
+            clock.check()
             try:
                 connection.execute(f"CREATE TABLE {quote_ident(table.name)} AS "
                                    + _typed_select(table, queries[index], described[index]))
@@ -452,8 +457,7 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
                 raise RefusedError(_error_refusal(exc, index, table, state_dir, running=True)) from None
     finally:
         connection.close()
-    if clock.expired:
-        raise _Deadline
+    clock.check()
     # The user's SQL is done. The build alone reopens the file to write the Parquet copies.
     phase("parquet")
     connection = duckdb.connect(database, config=_config(memory, threads, temp))
@@ -461,6 +465,7 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
     try:
         clock.use(connection)
         for index, table in enumerate(dataset.tables):
+            clock.check()
             target = os.path.join(path, f"{table.name}.parquet")
             try:
                 connection.execute(f"COPY {quote_ident(table.name)} TO {quote_literal(target)} ({PARQUET_OPTIONS})")
@@ -475,8 +480,7 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
         connection.execute("CHECKPOINT")
     finally:
         connection.close()
-    if clock.expired:
-        raise _Deadline
+    clock.check()
     shutil.rmtree(temp, ignore_errors=True)
     files = {}
     for name in sorted(os.listdir(path)):

@@ -41,10 +41,14 @@ def _require_duckdb() -> None:
 
 
 def _refusal_text(refusal, path: str) -> str:
+    """A refusal of the document names the file, line and column (as validate does); one of the build
+    names its table in the message."""
     entry = codes.lookup(refusal.code)
     where = ""
-    if entry is not None and entry.kind == codes.REGISTRATION:
-        where = f"{path}:{refusal.line}:{refusal.column}: " if refusal.line is not None else f"{path}: "
+    if refusal.line is not None:
+        where = f"{path}:{refusal.line}:{refusal.column}: "
+    elif entry is not None and entry.kind == codes.REGISTRATION:
+        where = f"{path}: "
     return (f"{where}{refusal.code}: {refusal.message} [{refusal.rule}]"
             + (f" at {refusal.pointer}" if refusal.pointer else ""))
 
