@@ -167,7 +167,7 @@ class _Deadline(Exception):
     pass
 
 
-_PATH = re.compile(r"(?<![\w.])(/[^\s\"']+)")
+_PATH = re.compile(r"(?<![\w.:/])(/[^\s\"']+)")
 
 
 def engine_message(exc: BaseException, state_dir: str) -> str:
