@@ -1,0 +1,495 @@
+"""The build: a dataset's tables in an embedded DuckDB, written as one atomic generation (D-71, D-72).
+
+Layout under the state directory DIR (the sources' own state is DIR/<source>/):
+
+    DIR/build/lock                       flock'd by the build that owns DIR/build
+    DIR/build/current -> generations/000002
+    DIR/build/generations/000002/        build.json, dataset.duckdb, <table>.parquet
+    DIR/build/generations/.tmp-000003-<pid>/   a build being written (DuckDB's spill files
+                                          in its duckdb-temp/); removed by the next build
+
+The generation is made and switched by the state store's own code (StateStore: a temporary
+directory, every file fsynced, renamed to its number, `current` replaced atomically), so a kill
+at any instant leaves the previous build or the new one.
+
+Order of work, so a refused build writes nothing:
+1. every table's SQL passes the pure statement check (the one validate makes; `check_sql`);
+2. each source's current relation is located and its header checked (inputs.py);
+3. in an in-memory sandboxed DuckDB: DuckDB's own parser must see exactly one SELECT, and its
+   DESCRIBE of the SELECT must give the declared names and types (contract.compare_columns,
+   the same findings validate gives);
+4. only then is DIR/build locked and a temporary generation begun; in a sandboxed connection
+   to the generation's database file each table is `CREATE TABLE … AS` its SELECT, cast to the
+   stored types (types.STORED_AS); a row that fails (a cast of 'abc') is BUILD_ROWS_FAILED and
+   the generation is abandoned;
+5. the user's SQL is done: the database file is reopened by the build alone, each table is
+   COPY'd to Parquet (a table scan, never a second evaluation of the SELECT), the record is
+   written, and the generation committed.
+
+The sandbox (D-72): sources are temporary views over read_csv of the relation files; then
+`allowed_paths` is exactly those files, external access is disabled, extension autoload and
+autoinstall are off, and the configuration is locked, before any user SQL runs. DuckDB's
+memory limit and threads are set from the options; its temp directory is inside the
+temporary generation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import duckdb
+
+from collection import __version__
+from collection.build.inputs import Digest, Input, digest_refusal, locate
+from collection.canonical import canonical_json
+from collection.recipe.model import Dataset, Table
+from collection.recipe.refusal import Refusal, RefusedError
+from collection.redact import scrub
+from collection.store.generations import StateLocked, StateStore
+from collection.store.groupsync import fsync_directory
+from collection.transform import contract
+from collection.transform.types import STORED_AS
+
+BUILD_DIR = "build"
+RECORD = "build.json"
+DATABASE = "dataset.duckdb"
+TEMP = "duckdb-temp"
+RECORD_VERSION = 1
+DEFAULT_KEEP = 2
+MAX_THREADS = 8
+# Fixed so the bytes depend on the rows alone (D-71): DuckDB's defaults may change between versions.
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880"
+_MiB = 1 << 20
+MIN_MEMORY = 512 * _MiB
+MAX_MEMORY = 4096 * _MiB
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    state_dir: str
+    memory_limit: str | None = None      # DuckDB's spelling ("1GB", "512MiB"); None: default_memory_limit
+    threads: int | None = None           # None: the CPU count, at most MAX_THREADS
+    keep: int = DEFAULT_KEEP
+    force: bool = False                  # build even when the inputs and tables are those of the current build
+    deadline_seconds: float | None = None
+    check_sql: bool = True               # the pure statement check first (off only to attack the sandbox alone)
+    dataset_path: str = "DATASET"        # how the command was given the document (for the advice it prints)
+
+
+def default_threads() -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+
+
+def default_memory_limit(input_bytes: int) -> int:
+    """Twice the relations' bytes, at least 512 MiB, at most 4 GiB and half the machine's memory
+    (D-72): enough for DuckDB to sort a relation in memory, bounded so a build beside a run on a
+    small server spills to disk instead of being killed."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        physical = 2 * MAX_MEMORY
+    return int(max(MIN_MEMORY, min(2 * input_bytes, MAX_MEMORY, physical // 2)))
+
+
+def tables_digest(tables: Sequence[Table]) -> str:
+    """sha256 of what a table's rows depend on: names, SQL, declared columns (not descriptions)."""
+    import hashlib
+
+    doc = [{"name": t.name, "sql": t.sql, "columns": [{"name": c.name, "type": c.type} for c in t.columns]}
+           for t in tables]
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def read_csv_sql(item: Input) -> str:
+    """The relation read exactly as the writer wrote it (collection/merge/csvio.py, D-02): RFC 4180,
+    comma, double quote doubled to escape it, LF rows, a header, every column VARCHAR by its
+    declared name; no sniffing, no type detection, and no NULL: an empty field is '' (the CSV has
+    no NULL to carry, PROV-16). The parallel reader cannot split rows at quoted newlines, which
+    Reader columns hold (a story), so the file is read by one thread."""
+    columns = "{" + ", ".join(f"{quote_literal(c)}: 'VARCHAR'" for c in item.columns) + "}"
+    if item.empty:
+        return "(select " + ", ".join(f"cast(null as varchar) as {quote_ident(c)}" for c in item.columns) + " where false)"
+    names = "[" + ", ".join(quote_literal(c) for c in item.columns) + "]"
+    return (f"read_csv({quote_literal(item.path)}, columns = {columns}, header = true, delim = ',', quote = '\"', "
+            f"escape = '\"', new_line = '\\n', auto_detect = false, parallel = false, strict_mode = true, "
+            f"null_padding = false, allow_quoted_nulls = false, force_not_null = {names}, "
+            f"max_line_size = {1 << 30}, encoding = 'utf-8')")
+
+
+class _Clock:
+    """--deadline: a timer that interrupts whichever connection is working when it fires."""
+
+    def __init__(self, seconds: float | None):
+        self.expired = False
+        self.connection: Any = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire) if seconds else None
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            if self.connection is not None:
+                self.connection.interrupt()
+
+    def use(self, connection) -> None:
+        with self._lock:
+            self.connection = connection
+            if self.expired:
+                connection.interrupt()
+
+    def check(self) -> None:
+        """Between statements: an interrupt only stops a statement that is running."""
+        if self.expired:
+            raise _Deadline
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+class _Deadline(Exception):
+    pass
+
+
+_PATH = re.compile(r"(?<![\w.:/])(/[^\s\"']+)")
+
+
+def engine_message(exc: BaseException, state_dir: str) -> str:
+    """DuckDB's message on one line, paths outside the state directory replaced by `…` (its own
+    extension directory under HOME, say) and secrets scrubbed."""
+    text = " ".join(str(exc).split())
+    root = os.path.abspath(state_dir) + os.sep
+
+    def keep(match: re.Match) -> str:
+        path = match.group(1)
+        return path if path.startswith(root) else "…"
+
+    return scrub(_PATH.sub(keep, text))
+
+
+def _config(memory_limit: str, threads: int, temp: str | None) -> dict:
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+              "allow_community_extensions": False, "allow_unsigned_extensions": False,
+              "memory_limit": memory_limit, "threads": threads, "preserve_insertion_order": True}
+    if temp is not None:
+        config["temp_directory"] = temp
+    return config
+
+
+def sandbox(database: str, inputs: Sequence[Input], memory_limit: str, threads: int, temp: str | None):
+    """A DuckDB connection in which user SQL may run (D-72): the sources are temporary views of
+    their relation files, the only files it may read; nothing may be written outside the database,
+    no extension installed or loaded, no setting changed."""
+    connection = duckdb.connect(database, config=_config(memory_limit, threads, temp))
+    try:
+        connection.execute("SET TimeZone = 'UTC'")
+        for item in inputs:
+            connection.execute(f"CREATE TEMP VIEW {quote_ident(item.source.name)} AS SELECT * FROM {read_csv_sql(item)}")
+        paths = "[" + ", ".join(quote_literal(item.path) for item in inputs if not item.empty) + "]"
+        connection.execute(f"SET allowed_paths = {paths}")
+        connection.execute("SET allowed_directories = []")
+        connection.execute("SET enable_external_access = false")
+        connection.execute("SET lock_configuration = true")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _refusal(code: str, index: int, table: str, text: str, rule: str) -> Refusal:
+    return Refusal(code, f"/tables/{index}/sql", f"table {table!r}: {text}", rule)
+
+
+def _one_select(connection, index: int, table: Table, state_dir: str) -> tuple[str | None, Refusal | None]:
+    """The statement DuckDB's own parser reads, when it is exactly one SELECT."""
+    try:
+        statements = connection.extract_statements(table.sql)
+    except duckdb.Error as exc:
+        return None, _refusal("BUILD_SQL_REFUSED", index, table.name,
+                              f"DuckDB cannot parse the SQL: {engine_message(exc, state_dir)}", "D-68, D-72")
+    kinds = [str(s.type).rsplit(".", 1)[-1] for s in statements]
+    if kinds != ["SELECT"]:
+        shown = ", ".join(kinds) or "no statement"
+        return None, _refusal("BUILD_SQL_REFUSED", index, table.name,
+                              f"DuckDB reads the SQL as {shown}, not exactly one SELECT; nothing was run", "D-68, D-72")
+    return statements[0].query.strip().rstrip(";").rstrip(), None
+
+
+def _error_refusal(exc: BaseException, index: int, table: Table, state_dir: str, running: bool) -> Refusal:
+    if isinstance(exc, duckdb.InterruptException):
+        raise _Deadline from None
+    message = engine_message(exc, state_dir)
+    refused = isinstance(exc, (duckdb.PermissionException, duckdb.ParserException, duckdb.CatalogException,
+                               duckdb.BinderException, duckdb.NotImplementedException))
+    if running and not refused:
+        return _refusal("BUILD_ROWS_FAILED", index, table.name, f"DuckDB failed on the data: {message}; nothing "
+                        "was written (try_cast(… as …) gives NULL where a cast fails)", "D-71, D-72")
+    return _refusal("BUILD_SQL_REFUSED", index, table.name, f"DuckDB refused the SQL: {message}", "D-68, D-72")
+
+
+def check_tables(connection, tables: Sequence[Table], sources: Mapping[str, Sequence[str]],
+                 state_dir: str) -> tuple[list[str], list[list[tuple[str, str]]], list[Refusal]]:
+    """Point 2's checks against the real engine: each table's statement and DuckDB's DESCRIBE of it."""
+    queries: list[str] = []
+    described: list[list[tuple[str, str]]] = []
+    refusals: list[Refusal] = []
+    for index, table in enumerate(tables):
+        query, refusal = _one_select(connection, index, table, state_dir)
+        if refusal is not None:
+            refusals.append(refusal)
+            queries.append("")
+            described.append([])
+            continue
+        try:
+            rows = connection.execute(f"DESCRIBE {query}").fetchall()
+        except duckdb.Error as exc:
+            refusals.append(_error_refusal(exc, index, table, state_dir, running=False))
+            queries.append("")
+            described.append([])
+            continue
+        actual = [(str(r[0]), str(r[1])) for r in rows]
+        for f in contract.compare_columns(table.name, table.sql, table.declared, actual, sources=sources):
+            refusals.append(Refusal(f.code, f"/tables/{index}/sql", f.message, f.rule))
+        queries.append(query)
+        described.append(actual)
+    return queries, described, refusals
+
+
+def _typed_select(table: Table, query: str, actual: Sequence[tuple[str, str]]) -> str:
+    items = []
+    for (name, kind), (actual_name, _) in zip(table.declared, actual):
+        items.append(f"CAST(_q.{quote_ident(actual_name)} AS {STORED_AS[kind]}) AS {quote_ident(name)}")
+    # the newline ends a trailing `--` comment of the user's SQL before the closing parenthesis
+    return f"SELECT {', '.join(items)} FROM (\n{query}\n) AS _q"
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _file_digest(path: str) -> dict:
+    sha, size = Digest(path).result()
+    return {"sha256": sha, "bytes": size}
+
+
+def read_current_record(build_dir: str) -> dict | None:
+    """The current build's record, or None (no build yet, or one that cannot be read)."""
+    import json
+
+    try:
+        with open(os.path.join(build_dir, "current", RECORD), "rb") as handle:
+            record = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+@dataclass
+class BuildResult:
+    generation: str
+    directory: str
+    unchanged: bool
+    record: dict
+
+    def to_json(self) -> dict:
+        return {"generation": self.generation, "directory": self.directory, "unchanged": self.unchanged,
+                "record": self.record}
+
+
+def _identity(dataset: Dataset, inputs: Sequence[Input]) -> dict:
+    """What the rows depend on: the tables, each input relation, the engine and the tool."""
+    return {
+        "dataset": {"name": dataset.name, "tables_sha256": tables_digest(dataset.tables)},
+        "engine": {"duckdb": duckdb.__version__, "collection": {"version": __version__, "commit": _commit()}},
+        "inputs": [{"source": item.source.name, "generation": item.generation, "run_number": item.run_number,
+                    "rows": item.rows, "relation": {"sha256": item.recorded[0], "bytes": item.recorded[1]}}
+                   for item in inputs],
+    }
+
+
+def _commit() -> str:
+    from collection.buildinfo import commit
+
+    return commit()
+
+
+def _same_identity(record: dict | None, identity: dict) -> bool:
+    return record is not None and all(record.get(key) == value for key, value in identity.items())
+
+
+def build(dataset: Dataset, settings: BuildSettings, *, on_phase: Callable[[str], None] | None = None) -> BuildResult:
+    """Build every table of `dataset` from the sources' current relations under settings.state_dir.
+    RefusedError (nothing written, the previous build unchanged) or a BuildResult."""
+    phase = on_phase or (lambda name: None)
+    state_dir = os.path.abspath(settings.state_dir)
+    if not dataset.tables:
+        raise RefusedError(Refusal("BUILD_NO_TABLES", "/tables", f"dataset {dataset.name!r} declares no tables; "
+                                   "there is nothing to build (docs/transform.md)", "D-69, D-71"))
+    collections = {s.name: s for s in dataset.sources if s.is_collection and s.reader is not None}
+    columns = {name: s.reader.relation_columns for name, s in collections.items()}
+    if settings.check_sql:
+        found = [Refusal(f.code, f"/tables/{i}/sql", f.message, f.rule)
+                 for i, t in enumerate(dataset.tables) for f in contract.statement_findings(t.name, t.sql, columns)]
+        if found:
+            raise RefusedError(found)
+    read: list[str] = []
+    for table in dataset.tables:
+        try:
+            named = duckdb.get_table_names(table.sql)
+        except duckdb.Error:
+            named = set()          # DuckDB's own parse refuses it below, with its message
+        read += [name for name in sorted(named) if name in collections and name not in read]
+    located = [locate(state_dir, collections[name], settings.dataset_path) for name in sorted(read)]
+    refused = [item for item in located if isinstance(item, Refusal)]
+    if refused:
+        raise RefusedError(refused)
+    inputs: list[Input] = [item for item in located if isinstance(item, Input)]
+    digests = {item.source.name: Digest(item.path) for item in inputs}
+    threads = settings.threads or default_threads()
+    memory = settings.memory_limit or f"{default_memory_limit(sum(i.recorded[1] for i in inputs)) // _MiB}MiB"
+    clock = _Clock(settings.deadline_seconds)
+    try:
+        return _build(dataset, settings, state_dir, inputs, digests, columns, threads, memory, clock, phase)
+    except _Deadline:
+        raise RefusedError(Refusal("BUILD_DEADLINE", "", f"the build passed --deadline {settings.deadline_seconds:g} s "
+                                   "and was interrupted; nothing was written, the previous build is unchanged",
+                                   "D-72")) from None
+    finally:
+        clock.cancel()
+        for digest in digests.values():
+            try:
+                digest.result()        # never leave a thread reading a file the caller may remove
+            except OSError:
+                pass
+
+
+def _check_digests(inputs: Sequence[Input], digests: Mapping[str, Digest]) -> None:
+    problems = []
+    for item in inputs:
+        found = digests[item.source.name].result()
+        problem = digest_refusal(item, found)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        raise RefusedError(problems)
+
+
+def _build(dataset, settings, state_dir, inputs, digests, columns, threads, memory, clock, phase) -> BuildResult:
+    phase("check")
+    try:
+        connection = sandbox(":memory:", inputs, memory, threads, None)
+    except duckdb.Error as exc:       # a relation DuckDB cannot open as the writer wrote it
+        raise RefusedError(Refusal("BUILD_SQL_REFUSED", "", f"DuckDB cannot read the inputs: "
+                                   f"{engine_message(exc, state_dir)}", "D-71")) from None
+    try:
+        clock.use(connection)
+        queries, described, refusals = check_tables(connection, dataset.tables, columns, state_dir)
+    finally:
+        connection.close()
+    clock.check()
+    if refusals:
+        raise RefusedError(refusals)
+    identity = _identity(dataset, inputs)
+    build_dir = os.path.join(state_dir, BUILD_DIR)
+    store = StateStore(build_dir, keep=settings.keep)
+    try:
+        store.acquire()
+    except StateLocked:
+        raise RefusedError(Refusal("STATE_LOCKED", "", f"another `collection build` is using {build_dir}; wait for "
+                                   "it to finish (a lock left by a killed build is released automatically)",
+                                   "one build per state directory (D-71)")) from None
+    try:
+        previous = read_current_record(build_dir)
+        if not settings.force and _same_identity(previous, identity):
+            _check_digests(inputs, digests)
+            current = store.current()
+            return BuildResult(os.path.basename(current), current, True, previous)
+        generation = store.begin()
+        try:
+            record = _write(dataset, generation.path, inputs, queries, described, identity, threads, memory,
+                            state_dir, clock, phase)
+            _check_digests(inputs, digests)
+            phase("commit")
+            generation.write_bytes(RECORD, (canonical_json(record) + "\n").encode("utf-8"))
+            fsync_directory(generation.path)
+            final = store.commit(generation)
+        except BaseException:
+            generation.abandon()
+            raise
+        return BuildResult(os.path.basename(final), final, False, record)
+    finally:
+        store.release()
+
+
+def _write(dataset, path, inputs, queries, described, identity, threads, memory, state_dir, clock, phase) -> dict:
+    database = os.path.join(path, DATABASE)
+    temp = os.path.join(path, TEMP)
+    phase("tables")
+    connection = sandbox(database, inputs, memory, threads, temp)
+    try:
+        clock.use(connection)
+        for index, table in enumerate(dataset.tables):
+            clock.check()
+            try:
+                connection.execute(f"CREATE TABLE {quote_ident(table.name)} AS "
+                                   + _typed_select(table, queries[index], described[index]))
+            except duckdb.Error as exc:
+                raise RefusedError(_error_refusal(exc, index, table, state_dir, running=True)) from None
+    finally:
+        connection.close()
+    clock.check()
+    # The user's SQL is done. The build alone reopens the file to write the Parquet copies.
+    phase("parquet")
+    connection = duckdb.connect(database, config=_config(memory, threads, temp))
+    tables = []
+    try:
+        clock.use(connection)
+        for index, table in enumerate(dataset.tables):
+            clock.check()
+            target = os.path.join(path, f"{table.name}.parquet")
+            try:
+                connection.execute(f"COPY {quote_ident(table.name)} TO {quote_literal(target)} ({PARQUET_OPTIONS})")
+                rows = connection.execute(f"SELECT count(*) FROM {quote_ident(table.name)}").fetchone()[0]
+            except duckdb.InterruptException:
+                raise _Deadline from None
+            tables.append({
+                "name": table.name, "rows": int(rows), "file": f"{table.name}.parquet",
+                "columns": [{"name": c.name, "declared": c.type, "select_type": actual[1], "stored_type": STORED_AS[c.type]}
+                            for c, actual in zip(table.columns, described[index])],
+            })
+        connection.execute("CHECKPOINT")
+    finally:
+        connection.close()
+    clock.check()
+    shutil.rmtree(temp, ignore_errors=True)
+    files = {}
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if os.path.isfile(full):
+            _fsync(full)
+            files[name] = _file_digest(full)
+    # Parquet's bytes are a function of the rows (fixed options; tests/test_build.py rebuilds and
+    # compares); DuckDB's own file is not byte-reproducible, so it stands apart from the identity.
+    database = files.pop(DATABASE)
+    return {"record_version": RECORD_VERSION, **identity, "tables": tables, "files": files,
+            "database": {"file": DATABASE, **database}}
