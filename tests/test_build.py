@@ -328,3 +328,16 @@ def test_a_kill_at_any_moment_leaves_the_previous_build_or_the_new_one(built_sta
     _check_build(state)
     leftovers = [n for n in os.listdir(state / "build" / "generations") if not n.isdigit()]
     assert leftovers == []
+
+
+def test_one_build_at_a_time(built_state, tmp_path):
+    """D-71: DIR/build/lock is held by the build that writes; a second one is STATE_LOCKED and
+    changes nothing."""
+    from collection.store.generations import StateStore
+
+    state = copy_state(built_state[0], tmp_path / "state")
+    with StateStore(str(state / "build")):
+        before = snapshot(state / "build")
+        res = collection("build", str(DATASET), "--state", str(state), "--force")
+        assert res.returncode == 1 and "STATE_LOCKED" in res.stderr and "collection build" in res.stderr
+        assert snapshot(state / "build") == before

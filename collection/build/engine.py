@@ -472,12 +472,19 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
                 rows = connection.execute(f"SELECT count(*) FROM {quote_ident(table.name)}").fetchone()[0]
             except duckdb.InterruptException:
                 raise _Deadline from None
+            except duckdb.Error as exc:      # the build's own statement: out of memory, the disk
+                raise RefusedError(_refusal("BUILD_ROWS_FAILED", index, table.name, "DuckDB failed writing its "
+                                            f"Parquet copy: {engine_message(exc, state_dir)}; nothing was written "
+                                            "(raise --memory-limit)", "D-71, D-72")) from None
             tables.append({
                 "name": table.name, "rows": int(rows), "file": f"{table.name}.parquet",
                 "columns": [{"name": c.name, "declared": c.type, "select_type": actual[1], "stored_type": STORED_AS[c.type]}
                             for c, actual in zip(table.columns, described[index])],
             })
-        connection.execute("CHECKPOINT")
+        try:
+            connection.execute("CHECKPOINT")
+        except duckdb.InterruptException:
+            raise _Deadline from None
     finally:
         connection.close()
     clock.check()

@@ -100,6 +100,13 @@ def command(dataset: str, state_dir: str, memory_limit: str | None, threads: int
     from collection.recipe.refusal import RefusedError
     from collection.recipe.registration import DATASET, register_bytes
 
+    if memory_limit is not None:
+        import duckdb
+
+        try:
+            duckdb.connect(config={"memory_limit": memory_limit}).close()
+        except duckdb.Error as exc:
+            _usage(f"--memory-limit {memory_limit!r}: {' '.join(str(exc).split())} (write e.g. 1GB, 512MiB)")
     try:
         data = Path(dataset).read_bytes()
     except OSError as exc:
