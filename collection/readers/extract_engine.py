@@ -107,6 +107,8 @@ _WIDGET_FORM = 200
 _CARD = 600
 # Prose held directly by one element that makes it an article's body rather than a box's blurb.
 _ARTICLE = 500
+# An element's whole text (what lxml.html's text_content() is; the tree's elements are plain etree ones).
+_string = etree.XPath("string()")
 
 
 def shows_text(root: Any) -> bool:
@@ -141,7 +143,7 @@ def main_text(root: Any) -> str:
     for element in body.iter("form", "h1", "main"):
         if element.tag != "form":
             anchors.append(element)
-        elif element not in strength and _weight(element.text_content()) < _WIDGET_FORM:
+        elif element not in strength and _weight(_string(element)) < _WIDGET_FORM:
             strength[element] = 1
     for grid in _teaser_grids(body, blocks):
         strength.setdefault(grid, 1)
@@ -225,7 +227,7 @@ def _cookie_boxes(body: Any) -> dict:
             if box is None or box in seen:
                 break
             seen.add(box)
-            text = box.text_content()
+            text = _string(box)
             if len(text) > 1000:
                 break
             lowered = text.lower()
@@ -252,7 +254,7 @@ def _teaser_grids(body: Any, blocks: dict) -> list:
             continue
         cards.setdefault(card.getparent(), []).append(card)
     return [grid for grid, members in cards.items()
-            if len(members) >= 2 and all(_weight(card.text_content()) < _CARD for card in members)]
+            if len(members) >= 2 and all(_weight(_string(card)) < _CARD for card in members)]
 
 
 def _weight(text: str) -> int:
