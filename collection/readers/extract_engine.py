@@ -86,7 +86,8 @@ _LABELS = frozenset({"advertisement", "advert", "ad", "ads", "sponsored", "story
                      "article continues below advertisement", "continue reading below", "skip advertisement"})
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SPACE = re.compile(r"\s+")
-_NAMED = ".//*[@class or @id or @role or @hidden or @aria-hidden or @style]"
+# Attributes that can name an element as boilerplate (or as the page's main part).
+_MARKS = frozenset(("class", "id", "role", "hidden", "aria-hidden", "style"))
 # A link-dense block with at least this much other text is a paragraph full of links
 # (or of link hover-cards), not a link list: kept, and only its link text counts against.
 _KEEP = 100
@@ -133,8 +134,11 @@ def main_text(root: Any) -> str:
     if not blocks:
         return ""
     mains = []
-    for element in body.xpath(_NAMED):
-        level = _is_boilerplate(element)
+    for element in body.iterdescendants(etree.Element):  # a walk, where an XPath predicate costs three
+        keys = element.keys()
+        if _MARKS.isdisjoint(keys):
+            continue
+        level = _is_boilerplate(element, keys)
         if level:
             strength.setdefault(element, level)
         elif element.get("role") == "main":
@@ -336,16 +340,19 @@ def _fitness(values: dict, chains: dict, damp: dict, order: list, dropped: set) 
     return fitness
 
 
-def _is_boilerplate(element: Any) -> int:
-    """2: surely boilerplate (a dialog, a cookie notice); 1: named like boilerplate; 0: no sign."""
-    role = element.get("role")
-    if role and role.strip().lower() in _ROLES:
-        return 2
-    if element.get("hidden") is not None or element.get("aria-hidden") == "true":
+def _is_boilerplate(element: Any, keys: list) -> int:
+    """2: surely boilerplate (a dialog, a cookie notice); 1: named like boilerplate; 0: no sign.
+    `keys` are the element's attribute names."""
+    if "role" in keys:
+        role = element.get("role")
+        if role and role.strip().lower() in _ROLES:
+            return 2
+    if "hidden" in keys or "aria-hidden" in keys and element.get("aria-hidden") == "true":
         return 1
-    style = element.get("style")
-    if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
-        return 2
+    if "style" in keys:
+        style = element.get("style")
+        if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
+            return 2
     names = f"{element.get('class') or ''} {element.get('id') or ''}"
     strength = _NAMES.get(names)
     if strength is None:
