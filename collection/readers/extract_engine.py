@@ -357,16 +357,22 @@ def _is_boilerplate(element: Any, keys: list) -> int:
     strength = _NAMES.get(names)
     if strength is None:
         strength = _name_strength(names) if names != " " else 0
-        if len(_NAMES) < 50_000:
-            _NAMES[names] = strength
+        if len(_NAMES) >= _REMEMBER:
+            _NAMES.clear()
+        _NAMES[names] = strength
     if strength and (element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody"):
         return 0
     return strength
 
 
 # Pages repeat their class names ("menu-item", "col-md-6") across elements and pages, and a
-# name's verdict depends on the name alone; bounded, so a hostile page cannot grow it forever.
+# name's verdict depends on the name alone; bounded, so a hostile page cannot grow it forever
+# (emptied when full, so a long run of pages keeps its hits instead of missing on every new name).
 _NAMES: dict[str, int] = {}
+# The same per whitespace-separated word of a name: ids are often unique ("post-4711 comment-9"),
+# their words are not.
+_WORDS: dict[str, int] = {}
+_REMEMBER = 50_000
 
 
 # Class words that name one post of a blog or CMS (hAtom's `hentry`, WordPress's `post_class()` and
@@ -377,12 +383,32 @@ _POST = re.compile(r"(?:^|\s)(?:h-?entry|type-post|(?:post|entry)(?:-[0-9a-f]{3,
 
 
 def _name_strength(names: str) -> int:
-    if _POSITIVE.search(names) or _POST.search(names):
-        return 0
-    parts = {part.lower() for part in _PARTS.findall(names)}
+    """0 when any word of the names says article or post; else 2 when a word's part is a strong
+    word (cookie, consent), 1 when one is a negative word; else 0. No pattern above matches
+    across whitespace, so the verdict is the words' verdicts combined, and each word's is remembered."""
+    strength = 0
+    for word in names.split():
+        verdict = _WORDS.get(word)
+        if verdict is None:
+            verdict = _word_strength(word)
+            if len(_WORDS) >= _REMEMBER:
+                _WORDS.clear()
+            _WORDS[word] = verdict
+        if verdict == 3:
+            return 0
+        if verdict > strength:
+            strength = verdict
+    return strength
+
+
+def _word_strength(word: str) -> int:
+    """3: names an article or a post; 2: a strong boilerplate word; 1: a boilerplate word; 0: none."""
+    if _POSITIVE.search(word) or _POST.search(word):
+        return 3
+    parts = {part.lower() for part in _PARTS.findall(word)}
     if not parts.isdisjoint(_STRONG_WORDS):
         return 2
-    return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) or _NEGATIVE_NAMES.search(names) else 0
+    return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) or _NEGATIVE_NAMES.search(word) else 0
 
 
 def _remove_keep_tail(element: Any) -> None:
