@@ -86,7 +86,8 @@ _LABELS = frozenset({"advertisement", "advert", "ad", "ads", "sponsored", "story
                      "article continues below advertisement", "continue reading below", "skip advertisement"})
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SPACE = re.compile(r"\s+")
-_NAMED = ".//*[@class or @id or @role or @hidden or @aria-hidden or @style]"
+# Attributes that can name an element as boilerplate (or as the page's main part).
+_MARKS = frozenset(("class", "id", "role", "hidden", "aria-hidden", "style"))
 # A link-dense block with at least this much other text is a paragraph full of links
 # (or of link hover-cards), not a link list: kept, and only its link text counts against.
 _KEEP = 100
@@ -107,6 +108,8 @@ _WIDGET_FORM = 200
 _CARD = 600
 # Prose held directly by one element that makes it an article's body rather than a box's blurb.
 _ARTICLE = 500
+# An element's whole text (what lxml.html's text_content() is; the tree's elements are plain etree ones).
+_string = etree.XPath("string()")
 
 
 def shows_text(root: Any) -> bool:
@@ -131,8 +134,11 @@ def main_text(root: Any) -> str:
     if not blocks:
         return ""
     mains = []
-    for element in body.xpath(_NAMED):
-        level = _is_boilerplate(element)
+    for element in body.iterdescendants(etree.Element):  # a walk, where an XPath predicate costs three
+        keys = element.keys()
+        if _MARKS.isdisjoint(keys):
+            continue
+        level = _is_boilerplate(element, keys)
         if level:
             strength.setdefault(element, level)
         elif element.get("role") == "main":
@@ -141,7 +147,7 @@ def main_text(root: Any) -> str:
     for element in body.iter("form", "h1", "main"):
         if element.tag != "form":
             anchors.append(element)
-        elif element not in strength and _weight(element.text_content()) < _WIDGET_FORM:
+        elif element not in strength and _weight(_string(element)) < _WIDGET_FORM:
             strength[element] = 1
     for grid in _teaser_grids(body, blocks):
         strength.setdefault(grid, 1)
@@ -225,7 +231,7 @@ def _cookie_boxes(body: Any) -> dict:
             if box is None or box in seen:
                 break
             seen.add(box)
-            text = box.text_content()
+            text = _string(box)
             if len(text) > 1000:
                 break
             lowered = text.lower()
@@ -252,7 +258,7 @@ def _teaser_grids(body: Any, blocks: dict) -> list:
             continue
         cards.setdefault(card.getparent(), []).append(card)
     return [grid for grid, members in cards.items()
-            if len(members) >= 2 and all(_weight(card.text_content()) < _CARD for card in members)]
+            if len(members) >= 2 and all(_weight(_string(card)) < _CARD for card in members)]
 
 
 def _weight(text: str) -> int:
@@ -334,30 +340,39 @@ def _fitness(values: dict, chains: dict, damp: dict, order: list, dropped: set) 
     return fitness
 
 
-def _is_boilerplate(element: Any) -> int:
-    """2: surely boilerplate (a dialog, a cookie notice); 1: named like boilerplate; 0: no sign."""
-    role = element.get("role")
-    if role and role.strip().lower() in _ROLES:
-        return 2
-    if element.get("hidden") is not None or element.get("aria-hidden") == "true":
+def _is_boilerplate(element: Any, keys: list) -> int:
+    """2: surely boilerplate (a dialog, a cookie notice); 1: named like boilerplate; 0: no sign.
+    `keys` are the element's attribute names."""
+    if "role" in keys:
+        role = element.get("role")
+        if role and role.strip().lower() in _ROLES:
+            return 2
+    if "hidden" in keys or "aria-hidden" in keys and element.get("aria-hidden") == "true":
         return 1
-    style = element.get("style")
-    if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
-        return 2
+    if "style" in keys:
+        style = element.get("style")
+        if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
+            return 2
     names = f"{element.get('class') or ''} {element.get('id') or ''}"
     strength = _NAMES.get(names)
     if strength is None:
         strength = _name_strength(names) if names != " " else 0
-        if len(_NAMES) < 50_000:
-            _NAMES[names] = strength
+        if len(_NAMES) >= _REMEMBER:
+            _NAMES.clear()
+        _NAMES[names] = strength
     if strength and (element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody"):
         return 0
     return strength
 
 
 # Pages repeat their class names ("menu-item", "col-md-6") across elements and pages, and a
-# name's verdict depends on the name alone; bounded, so a hostile page cannot grow it forever.
+# name's verdict depends on the name alone; bounded, so a hostile page cannot grow it forever
+# (emptied when full, so a long run of pages keeps its hits instead of missing on every new name).
 _NAMES: dict[str, int] = {}
+# The same per whitespace-separated word of a name: ids are often unique ("post-4711 comment-9"),
+# their words are not.
+_WORDS: dict[str, int] = {}
+_REMEMBER = 50_000
 
 
 # Class words that name one post of a blog or CMS (hAtom's `hentry`, WordPress's `post_class()` and
@@ -368,12 +383,32 @@ _POST = re.compile(r"(?:^|\s)(?:h-?entry|type-post|(?:post|entry)(?:-[0-9a-f]{3,
 
 
 def _name_strength(names: str) -> int:
-    if _POSITIVE.search(names) or _POST.search(names):
-        return 0
-    parts = {part.lower() for part in _PARTS.findall(names)}
+    """0 when any word of the names says article or post; else 2 when a word's part is a strong
+    word (cookie, consent), 1 when one is a negative word; else 0. No pattern above matches
+    across whitespace, so the verdict is the words' verdicts combined, and each word's is remembered."""
+    strength = 0
+    for word in names.split():
+        verdict = _WORDS.get(word)
+        if verdict is None:
+            verdict = _word_strength(word)
+            if len(_WORDS) >= _REMEMBER:
+                _WORDS.clear()
+            _WORDS[word] = verdict
+        if verdict == 3:
+            return 0
+        if verdict > strength:
+            strength = verdict
+    return strength
+
+
+def _word_strength(word: str) -> int:
+    """3: names an article or a post; 2: a strong boilerplate word; 1: a boilerplate word; 0: none."""
+    if _POSITIVE.search(word) or _POST.search(word):
+        return 3
+    parts = {part.lower() for part in _PARTS.findall(word)}
     if not parts.isdisjoint(_STRONG_WORDS):
         return 2
-    return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) or _NEGATIVE_NAMES.search(names) else 0
+    return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) or _NEGATIVE_NAMES.search(word) else 0
 
 
 def _remove_keep_tail(element: Any) -> None:

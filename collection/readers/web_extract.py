@@ -16,7 +16,7 @@ names, JSON-LD, <time>, <link rel=canonical>, <html lang>), so they are exact an
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import urljoin
 
 from collection.readers.base import ReaderFailure, Rows, reader
@@ -56,11 +56,12 @@ def read(options: Mapping[str, Any], body: bytes, content_type: str, url: str) -
     metadata = tuple(options.get("metadata", ()))
     values: dict[str, str] = {}
     meta = _meta_index(root)
+    ld = _JsonLd(root)
     for name in ("title", *metadata):
         if name in selectors:
             values[name] = _by_selector(root, selectors[name], name, url)
         else:
-            values[name] = _found(root, meta, name, url)
+            values[name] = _found(root, meta, ld, name, url)
     # The story comes last: the engine prunes the tree it is given.
     if "story" in selectors:
         matches = compile_selector(selectors["story"]).select(root)
@@ -118,17 +119,17 @@ def _by_selector(root: Any, selector: str, name: str, url: str) -> str:
 def _meta_index(root: Any) -> dict[tuple[str, str], str]:
     index: dict[tuple[str, str], str] = {}
     for meta in root.iter("meta"):
-        content = meta.get("content")
-        if content is None or not normalize(content):
+        content = normalize(meta.get("content"))
+        if not content:
             continue
         for attribute in ("property", "name", "itemprop", "http-equiv"):
             key = meta.get(attribute)
             if key:
-                index.setdefault((attribute, key.strip().lower()), normalize(content))
+                index.setdefault((attribute, key.strip().lower()), content)
     return index
 
 
-def _found(root: Any, meta: dict[tuple[str, str], str], name: str, url: str) -> str:
+def _found(root: Any, meta: dict[tuple[str, str], str], ld: _JsonLd, name: str, url: str) -> str:
     for key in _META.get(name, ()):
         value = meta.get(key)
         if value and not (name == "author" and value.startswith(("http://", "https://"))):
@@ -141,9 +142,9 @@ def _found(root: Any, meta: dict[tuple[str, str], str], name: str, url: str) -> 
         lang = normalize(root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang"))
         if lang:
             return lang
-    ld = _json_ld_value(root, name)
-    if ld:
-        return _absolute(url, ld) if name == "canonical_url" else ld
+    declared = _json_ld_value(ld, name)
+    if declared:
+        return _absolute(url, declared) if name == "canonical_url" else declared
     if name == "title":
         for element in root.iter("title"):
             # An inline <svg>'s <title> names an icon, not the page.
@@ -188,8 +189,28 @@ def _json_ld_objects(root: Any) -> Iterable[dict]:
                     stack.extend(item["@graph"])
 
 
-def _json_ld_value(root: Any, name: str) -> str:
-    for item in _json_ld_objects(root):
+class _JsonLd:
+    """A page's JSON-LD objects, each script parsed once however many fields look (and only as far as
+    a field needs: the objects are read lazily, in document order, and remembered)."""
+
+    def __init__(self, root: Any) -> None:
+        self._pending = _json_ld_objects(root)
+        self._seen: list[dict] = []
+
+    def __iter__(self) -> Iterator[dict]:
+        index = 0
+        while True:
+            if index == len(self._seen):
+                item = next(self._pending, None)
+                if item is None:
+                    return
+                self._seen.append(item)
+            yield self._seen[index]
+            index += 1
+
+
+def _json_ld_value(ld: _JsonLd, name: str) -> str:
+    for item in ld:
         types = item.get("@type")
         types = {str(t).lower() for t in (types if isinstance(types, list) else [types])}
         if not types & _ARTICLE_TYPES:
