@@ -78,6 +78,7 @@ VALID = {
     r"^[0-9a-f]{64}$(?!\n)": "0f" * 32,
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$(?!\n)": "2026-12-01T20:46:28Z",
     r"^[0-9]{6,}$(?!\n)": "000042",
+    r"^[a-z][a-z0-9_]{0,62}\.parquet$(?!\n)": "decisions.parquet",
 }
 
 # A JSON Pointer token may hold any character, a line break included (RFC 6901): a member named
