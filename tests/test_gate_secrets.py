@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -561,14 +562,25 @@ def test_two_unrelated_datasets_sharing_a_source_name_run_at_once(loopback, tmp_
 @pytest.mark.slow
 def test_two_jobs_of_one_source_of_one_dataset_still_exclude_each_other(loopback, tmp_path, redis_server):
     """The same dataset's same source on two servers (two state directories): one runs, the
-    other's source is refused STATE_LOCKED naming the holder."""
-    _publisher(loopback, seconds=0.2)
+    other's source is refused STATE_LOCKED naming the holder. The first job's pages wait until the
+    second has been refused, so the first still holds its lock however slowly the second starts."""
+    second_done = threading.Event()
+
+    def serve(rec):
+        second_done.wait(120)
+        return Reply(200, JSON_HEADERS, page_body(rec.target))
+
+    loopback.route("/robots.txt", Reply(404, PLAIN, b""), host="a.example.com")
+    loopback.route("*", Reply(handler=serve), host="a.example.com")
     recipe = _dataset(tmp_path, "council", ("decisions", [f"https://a.example.com/p/{n}" for n in range(4)]))
     first = subprocess.Popen([sys.executable, "-m", "collection",
                               *_run_args(loopback, recipe, tmp_path / "server1", "--gate", redis_server.url)],
                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_requests(loopback, first, "a.example.com", 2)
-    second = _collection(*_run_args(loopback, recipe, tmp_path / "server2", "--gate", redis_server.url))
+    try:
+        second = _collection(*_run_args(loopback, recipe, tmp_path / "server2", "--gate", redis_server.url))
+    finally:
+        second_done.set()
     assert second.returncode == 1
     source = json.loads(second.stdout)["sources"][0]
     assert source["status"] == "refused" and source["code"] == "STATE_LOCKED"
