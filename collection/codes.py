@@ -96,7 +96,7 @@ _ENTRIES = [
     _reg("READER_VERSION_UNSUPPORTED", "This project does not implement the pinned version of the Reader family.",
          "Pin one of the versions listed in the message.", "REG-12"),
     _reg("READER_OPTIONS_NOT_CANONICAL", "reader.decode_options is not canonical JSON (sorted keys, no insignificant whitespace).",
-         "Replace it with the canonical form shown in the message.", "READ-02"),
+         "Replace the parameter with the one the message prints: JSON, ready to paste.", "READ-02"),
     _reg("READER_OPTIONS_INVALID", "reader.decode_options does not satisfy the pinned family's options schema.",
          "Correct the option named in the message.", "READ-01"),
     _reg("RESERVED_COLUMN_NAME", "The pinned Reader declares a column with one of the seven reserved provenance names.",

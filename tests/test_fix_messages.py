@@ -115,7 +115,49 @@ def test_an_xml_attribute_path_points_at_the_attribute_member(column, corrected)
         doc["connector"]["parameters"][2]["value"] = json.dumps(options, sort_keys=True, separators=(",", ":"))
     (code, _, message), = refusals(edit)
     assert code == "READER_OPTIONS_INVALID"
-    assert message.endswith(f"write the column as {corrected}")
+    assert f"write the column as {corrected}, that is the parameter " in message
+    assert _pasted_member_registers(edit, message.split("that is the parameter ", 1)[1])
+
+
+def _pasted_member_registers(edit, pasted: str) -> bool:
+    """Paste the printed parameter over the one written: it must be JSON and register."""
+    doc = copy.deepcopy(EXAMPLE)
+    edit(doc)
+    member = json.loads(pasted)
+    assert member["name"] == "reader.decode_options"
+    doc["connector"]["parameters"][2] = member
+    return register_document(doc).registrable
+
+
+@pytest.mark.parametrize("selector, registers", [
+    ('h1[title="quoted"]', True),               # quotes
+    ("h1,\nh2.subtitle", True),                 # a newline is whitespace between selectors
+    ("h1.titré, h1.标题", True),                 # non-ASCII, kept as written (canonical JSON keeps it)
+    ('h1[data-path="a\\b"]', False),            # a backslash: JSON either way, refused later (SEL-*)
+])
+def test_non_canonical_options_print_the_parameter_ready_to_paste(selector, registers):
+    """Issue 26 point 5, READ-02: the fix for non-canonical decode_options is the whole parameter as
+    JSON; pasted back it parses to the same options, and registers where the selector is valid."""
+    options = {"records": {"columns": [{"name": "title", "selector": selector}], "selector": "html"}}
+
+    def edit(doc):
+        doc["connector"]["parameters"][0]["value"] = "html.tabular"
+        doc["connector"]["parameters"][1]["value"] = "1.0.0"
+        doc["connector"]["parameters"][2]["value"] = json.dumps(options, indent=2, ensure_ascii=False)
+    (code, _, message), = refusals(edit)
+    assert code == "READER_OPTIONS_NOT_CANONICAL"
+    pasted = message.split("write the parameter as ", 1)[1]
+    assert json.loads(json.loads(pasted)["value"]) == options
+    assert _pasted_member_registers(edit, pasted) is registers
+    # and as `collection validate` prints it in text and in JSON
+    with_text = CliRunner().invoke(cli, ["validate", "-"], input=json.dumps(_edited(edit), ensure_ascii=False))
+    assert with_text.exit_code == 1 and pasted in with_text.output
+
+
+def _edited(edit):
+    doc = copy.deepcopy(EXAMPLE)
+    edit(doc)
+    return doc
 
 
 def test_missing_max_requests_prints_the_smallest_value_that_fits():

@@ -292,8 +292,15 @@ def _options_as_object(document: Any, path: Any, value: Any) -> str | None:
         return None
     if _get(_get(document, "connector", "parameters")[parts[2]], "name") != "reader.decode_options":
         return None
-    corrected = json.dumps({"name": "reader.decode_options", "value": canonical_json(value)}, ensure_ascii=False)
-    return f"write the options as a JSON string, not a JSON {'object' if isinstance(value, dict) else 'array'}: {corrected}"
+    kind = "object" if isinstance(value, dict) else "array"
+    return f"write the options as a JSON string, not a JSON {kind}: {_options_member(value)}"
+
+
+def _options_member(options: Any) -> str:
+    """The whole reader.decode_options parameter as JSON to paste over the one written: the
+    options' canonical text is itself a JSON string, so quotes, backslashes and newlines inside
+    selectors arrive escaped once more, and pasting the bare canonical text would not parse."""
+    return json.dumps({"name": "reader.decode_options", "value": canonical_json(options)}, ensure_ascii=False)
 
 
 def _origin_message(text: Any) -> str:
@@ -422,7 +429,8 @@ def _decode_options(family_id: str, text: str, where: str) -> tuple[list[Refusal
     canonical = canonical_json(options)
     if canonical != text:
         refusals.append(Refusal("READER_OPTIONS_NOT_CANONICAL", where,
-                                f"reader.decode_options is not canonical JSON; write it as {canonical}",
+                                "reader.decode_options is not canonical JSON (sorted keys, no insignificant "
+                                f"whitespace); write the parameter as {_options_member(options)}",
                                 "canonical JSON: sorted keys, no insignificant whitespace (READ-02)"))
     validator = _options_validator(family_id)
     errors = [] if _options_check(family_id)(options) else validator.iter_errors(options)
@@ -467,7 +475,9 @@ def _attribute_advice(options: dict[str, Any], inner: str, path: str) -> str:
     column["attribute"] = match.group(2)
     if match.group(1):
         column["path"] = match.group(1)
-    return f"; an attribute is read with the column's attribute member: write the column as {canonical_json(column)}"
+    corrected = {**options, "columns": [column if i == int(parts[2]) else c for i, c in enumerate(options["columns"])]}
+    return (f"; an attribute is read with the column's attribute member: write the column as {canonical_json(column)}, "
+            f"that is the parameter {_options_member(corrected)}")
 
 
 def _option_syntax(options: Any, where: str) -> Iterator[Refusal]:
