@@ -158,3 +158,42 @@ def test_the_dropped_count_is_every_dropped_record_not_the_named_ones(tmp_path):
     assert report["dropped_records"] == 150 and len(report["dropped"]) == 100
     text = CliRunner().invoke(cli, ["discover", str(path), str(page)])
     assert "0 records found, 150 dropped" in text.stdout
+
+
+def test_a_sitemap_index_warning_names_its_children_and_a_command_that_reads_one(tmp_path):
+    """Issue 26 point 5: the dry-run of a saved sitemap index lists no pages; its warning must not
+    send the author back to the command just run, but name the child sitemaps and the dry-run of a
+    saved child at its own address, which then lists that child's pages."""
+    status, report = dry(tmp_path, SITEMAP, "sitemap_index.xml")
+    warning = report["warning"]
+    assert status == 0 and warning.startswith("0 discovered: this is a sitemap index; it names 2 child sitemaps")
+    assert "https://www.example.com/sitemap-1.xml, https://www.example.com/sitemap-2.xml" in warning
+    command = "collection discover RECIPE SAVED_CHILD.xml --url https://www.example.com/sitemap-1.xml"
+    assert f"`{command}`" in warning
+    # the advice, followed: the child (here the urlset fixture) read at the address the warning names
+    status, child = dry(tmp_path, SITEMAP, "sitemap.xml", "--url", "https://www.example.com/sitemap-1.xml")
+    assert status == 0 and child["url"] == "https://www.example.com/sitemap-1.xml"
+    assert len(child["records"]) == 2 and not (child["warning"] or "").startswith("0 discovered")
+
+
+def test_a_run_whose_index_children_list_nothing_names_them(tmp_path):
+    """The run reads the index and each child (DISC-19); when the children hold no <url> the run's
+    warning names them and the dry-run of one, not the index."""
+    empty = '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"></urlset>'
+    xml = [["Content-Type", "application/xml"]]
+    exchanges = [{"request": {"url": "https://www.example.com/sitemap.xml"},
+                  "response": {"status": 200, "headers": xml,
+                               "body": {"text": (LISTINGS / "sitemap_index.xml").read_text()}}}]
+    exchanges += [{"request": {"url": f"https://www.example.com/sitemap-{n}.xml"},
+                   "response": {"status": 200, "headers": xml, "body": {"text": empty}}} for n in (1, 2)]
+    fixture = tmp_path / "site.json"
+    fixture.write_text(json.dumps(exchanges))
+    path = write(tmp_path, recipe(SITEMAP))
+    result = CliRunner().invoke(cli, ["run", str(path), "--state", str(tmp_path / "s"), "--replay", str(fixture),
+                                      "--json"])
+    record = json.loads(result.stdout)
+    assert record["coverage"]["discovered"] == 0 and record["coverage"]["discovery_requests"] == 3
+    assert record["discovery"]["warning"] == (
+        "0 discovered on a first run: the sitemap index's 2 child sitemaps (https://www.example.com/sitemap-1.xml, "
+        "https://www.example.com/sitemap-2.xml) listed no <url> — save one and read it with "
+        "`collection discover RECIPE SAVED_CHILD.xml --url https://www.example.com/sitemap-1.xml`")

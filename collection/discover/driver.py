@@ -241,6 +241,7 @@ class DiscoveryState:
     index: int = 0                               # main-sequence listings read
     tokens: frozenset[str] = frozenset()         # cursor tokens used
     children: frozenset[str] = frozenset()       # sitemapindex children queued
+    child_order: tuple[str, ...] = ()            # the same, in index order, for the warning
     pages: tuple[ListedPage, ...] = ()
     # Owned by this state and never changed after it is made (a new state copies it): a
     # frozenset copy of a million ids would double discovery's peak for nothing.
@@ -318,7 +319,7 @@ class DiscoveryState:
         return DiscoveryOutcome(
             pages=self.pages, requests=self.requests, complete=complete, failure=self.failure,
             stop_reason=stop, duplicates_dropped=self.duplicates, dropped_records=self.dropped,
-            diagnostics=self.diagnostics,
+            diagnostics=self.diagnostics, children=self.child_order,
         )
 
     # -- internals --
@@ -437,7 +438,8 @@ class DiscoveryState:
                 continue
             known.add(url)
             queue.append((url, "child"))
-        state = replace(self, queue=tuple(queue), children=frozenset(known),
+        added = tuple(url for url, role in queue[len(self.queue):])
+        state = replace(self, queue=tuple(queue), children=frozenset(known), child_order=self.child_order + added,
                         requested=self.requested | {url for url, _ in queue},
                         diagnostics=self._note(*notes) if notes else self.diagnostics)
         return state._check_ceiling()

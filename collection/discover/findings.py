@@ -44,9 +44,15 @@ def drop_cause(config: DiscoveryConfig) -> tuple[str, str]:
 
 
 def discovery_warning(config: DiscoveryConfig, *, discovered: int, dropped: int, first_run: bool,
-                      stop_reason: str) -> str | None:
+                      stop_reason: str, children: tuple[str, ...] = (), children_read: bool = True) -> str | None:
     """One line for the summary, the run record and `status` when discovery dropped records or
-    listed nothing on a first run; None when there is nothing to say."""
+    listed nothing on a first run; None when there is nothing to say.
+
+    `children` are a sitemapindex's child sitemaps; `children_read` says whether they were read
+    (a run) or only named (the dry-run of the saved index). Either way the next step is a child
+    saved and read at its own address, never the index again."""
+    if discovered == 0 and config.kind == SITEMAP and children and stop_reason != "listing_failed":
+        return _index_advice(children, children_read)
     if dropped:
         lacked, question = drop_cause(config)
         noun = "record" if dropped == 1 else "records"
@@ -62,6 +68,17 @@ def discovery_warning(config: DiscoveryConfig, *, discovered: int, dropped: int,
             hint = "discovery.members is empty"
         return f"0 discovered on a first run: {hint} — try `collection discover RECIPE SAVED_LISTING`"
     return None
+
+
+def _index_advice(children: tuple[str, ...], children_read: bool) -> str:
+    count = f"{len(children)} child sitemap{'s' if len(children) != 1 else ''}"
+    named = ", ".join(children[:3]) + (f" and {len(children) - 3} more" if len(children) > 3 else "")
+    command = f"`collection discover RECIPE SAVED_CHILD.xml --url {children[0]}`"
+    if children_read:
+        return f"0 discovered on a first run: the sitemap index's {count} ({named}) listed no <url> — save one " \
+               f"and read it with {command}"
+    return f"0 discovered: this is a sitemap index; it names {count} ({named}), which a run reads after it — " \
+           f"save one and read it with {command}"
 
 
 @dataclass(frozen=True)
@@ -155,7 +172,8 @@ def _report(state, url: str, content_type: str) -> DryRun:
                    "source may fetch (pages.allowed_origins)"}
     next_requests = tuple(u for u, _ in state.queue) if not state.done else ()
     warning = discovery_warning(state.config, discovered=len(outcome.pages), dropped=outcome.dropped_records,
-                                first_run=True, stop_reason=outcome.stop_reason)
+                                first_run=True, stop_reason=outcome.stop_reason, children=outcome.children,
+                                children_read=False)
     return DryRun(url, content_type, records, outcome.diagnostics, outcome.duplicates_dropped, next_requests,
                   state.stop, failure, warning, outcome.dropped_records)
 

@@ -40,6 +40,7 @@ class DiscoveryOutcome:
     duplicates_dropped: int = 0
     dropped_records: int = 0      # records with no usable link (D-27), counted nowhere else
     diagnostics: tuple[str, ...] = ()  # why records, children or links were passed over
+    children: tuple[str, ...] = ()     # a sitemapindex's child sitemaps queued, in index order
 
 
 @dataclass(frozen=True)
