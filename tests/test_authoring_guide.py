@@ -95,6 +95,10 @@ def test_the_fixtures_are_what_the_generator_writes():
     spec.loader.exec_module(module)
     for name in module.FIXTURES:
         assert (ROOT / "docs" / "examples" / f"{name}.fixture.json").read_text(encoding="utf-8") == module.render(name)
+    saved = module.saved_pages()
+    assert len(saved) == 5
+    for name, text in saved.items():      # the guide's "From saved pages to an offline crawl"
+        assert (ROOT / "docs" / "examples" / "saved" / name).read_text(encoding="utf-8") == text
 
 
 # --- "Typed tables": each transform registers beside its recipe, runs in DuckDB over that recipe's

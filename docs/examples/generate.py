@@ -187,9 +187,22 @@ def render(name: str) -> str:
     return json.dumps(FIXTURES[name](), indent=1, ensure_ascii=False) + "\n"
 
 
+def saved_pages() -> dict[str, str]:
+    """The guide's "From saved pages to an offline crawl": council_minutes' pages as a browser
+    saves them, one file each (saved/<file>: text), named for the address they came from."""
+    files = {}
+    for x in council_minutes():
+        path = x["request"]["url"].removeprefix(f"{WWW}/")
+        files[path.replace("/", "-").replace("?", "-").replace("=", "-") + ".html"] = x["response"]["body"]["text"]
+    return files
+
+
 def main(out: Path = HERE) -> None:
     for name in FIXTURES:
         (out / f"{name}.fixture.json").write_text(render(name), encoding="utf-8")
+    (out / "saved").mkdir(exist_ok=True)
+    for name, text in saved_pages().items():
+        (out / "saved" / name).write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
