@@ -182,17 +182,28 @@ def test_an_unreachable_gate_refuses_before_any_request(loopback, tmp_path):
 
 @pytest.mark.slow
 def test_two_servers_asked_to_run_one_source_one_runs_the_other_names_the_holder(loopback, tmp_path, redis_server):
-    """Two processes with their own state directories (as on two servers) share the Redis gate."""
+    """Two processes with their own state directories (as on two servers) share the Redis gate.
+    The first's pages wait until the second has been refused, so the first still holds the
+    source however slowly the second process starts on a loaded machine."""
+    second_done = threading.Event()
+
+    def held(rec):
+        second_done.wait(120)
+        return Reply(200, JSON_HEADERS, page_body(rec.target))
+
     loopback.route("/robots.txt", Reply(404, PLAIN, b""), host="a.example.com")
-    loopback.route("*", Reply(handler=InFlight(0.05)), host="a.example.com")
+    loopback.route("*", Reply(handler=held), host="a.example.com")
     urls = [f"https://a.example.com/p/{n}" for n in range(3)]
     first = _start(loopback, tmp_path, "council", urls, "--gate", redis_server.url, state=str(tmp_path / "server1"))
     deadline = time.monotonic() + 20
-    while not loopback.requests_for(host="a.example.com"):
+    while len(loopback.requests_for(host="a.example.com")) < 2:       # robots.txt + the first page in flight
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.05)
-    code, refused = _finish(_start(loopback, tmp_path, "council", urls, "--gate", redis_server.url,
-                                   state=str(tmp_path / "server2")))
+    try:
+        code, refused = _finish(_start(loopback, tmp_path, "council", urls, "--gate", redis_server.url,
+                                       state=str(tmp_path / "server2")))
+    finally:
+        second_done.set()
     assert code == 1 and refused["code"] == "STATE_LOCKED"
     assert f"pid {first.pid}" in refused["refusals"][0]["message"]     # who holds it
     code, record = _finish(first)
