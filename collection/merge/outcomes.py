@@ -32,7 +32,25 @@ class ListedPage:
     unreachable: str | None = None  # why it may not be fetched (skipped_origin), else None
 
 
-class ListedPages(Sequence):
+class TupleLike(Sequence):
+    """A sequence held some compact way that equals, hashes and prints as the tuple of its
+    items, so a column can stand wherever a tuple stood (tests and callers compare them)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+
+class ListedPages(TupleLike):
     """Discovery's pages, in order, held as columns; each reads back as a ListedPage.
 
     A million-link index lists a million pages: as ListedPage objects (64 bytes each, plus
@@ -71,16 +89,6 @@ class ListedPages(Sequence):
         for index, (page_id, url, hint) in enumerate(zip(ids, self._urls, hints)):
             yield ListedPage(page_id, url, hint, unreachable(index))
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return f"ListedPages({list(self)!r})"
 
 
 class PageColumns:
