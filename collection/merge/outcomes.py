@@ -90,9 +90,9 @@ class ListedPages(TupleLike):
             yield ListedPage(page_id, url, hint, unreachable(index))
 
 
-
 class PageColumns:
-    """Builds ListedPages a page at a time (discovery's admission loop)."""
+    """Builds ListedPages a page at a time (discovery's admission loop). `done` hands its
+    lists over to the ListedPages it returns: nothing is appended after it."""
 
     __slots__ = ("urls", "ids", "hints", "unreachable")
 
