@@ -19,6 +19,7 @@ from itertools import repeat
 from typing import NamedTuple
 
 from collection.canonical import canonical_json, valid_text
+from collection.merge.outcomes import TupleLike
 
 MERGE_INVALID = "COLLECTION_MERGE_INVALID"
 
@@ -96,7 +97,7 @@ class ListingEntry(NamedTuple):
     revision: str | None = None    # json_api revision.pointer, sitemap lastmod
 
 
-class PackedTexts(Sequence):
+class PackedTexts(TupleLike):
     """Strings held end to end in one string, with where each ends.
 
     A million-link HTML index yields a million short relative hrefs; as separate str
@@ -131,15 +132,9 @@ class PackedTexts(Sequence):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PackedTexts):
             return self._text == other._text and self._ends == other._ends
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
+        return super().__eq__(other)
 
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return f"PackedTexts({list(self)!r})"
+    __hash__ = TupleLike.__hash__   # defining __eq__ would otherwise unset it
 
 
 class TextPacker:

@@ -38,7 +38,7 @@ from collection.discover.common import (
 from collection.discover.html_index import HtmlListingSpec, parse_html_listing
 from collection.discover.json_index import JsonListingSpec, read_json_document, load_json
 from collection.discover.sitemap import parse_sitemap
-from collection.merge.outcomes import DiscoveryOutcome, ListedPage
+from collection.merge.outcomes import DiscoveryOutcome, ListedPages, PageColumns
 from collection.discover.pagination import PaginationConfig
 from collection.recipe.pointer import parse_pointer
 from collection.urls import UrlError, canonicalise, unreachable_reason
@@ -242,7 +242,7 @@ class DiscoveryState:
     tokens: frozenset[str] = frozenset()         # cursor tokens used
     children: frozenset[str] = frozenset()       # sitemapindex children queued
     child_order: tuple[str, ...] = ()            # the same, in index order, for the warning
-    pages: tuple[ListedPage, ...] = ()
+    pages: ListedPages = ListedPages()
     # Owned by this state and never changed after it is made (a new state copies it): a
     # frozenset copy of a million ids would double discovery's peak for nothing.
     page_ids: AbstractSet[str] = frozenset()
@@ -369,7 +369,7 @@ class DiscoveryState:
 
     def _admit(self, parsed: ParsedListing, base: str) -> tuple["DiscoveryState", bool]:
         """Add the listing's records as pages; False when max_pages stopped admission."""
-        pages = list(self.pages)
+        pages = PageColumns(self.pages)
         seen = set(self.page_ids)
         duplicates = self.duplicates
         dropped = self.dropped
@@ -390,8 +390,8 @@ class DiscoveryState:
                 full = True
                 break
             seen.add(page_id)
-            pages.append(ListedPage(page_id, url, revision, unreachable_reason(url, self.allowed_origins)))
-        state = replace(self, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
+            pages.append(page_id, url, revision, unreachable_reason(url, self.allowed_origins))
+        state = replace(self, pages=pages.done(), page_ids=seen, duplicates=duplicates,
                         dropped=dropped, diagnostics=self._note(*notes) if notes else self.diagnostics)
         return state, not full
 
@@ -500,7 +500,7 @@ def start(config: DiscoveryConfig, allowed_origins, *, max_pages: int | None = N
     allowed = frozenset(allowed_origins)
     if config.kind == EXPLICIT:
         state = DiscoveryState(config, allowed, max_pages)
-        pages: list[ListedPage] = []
+        pages = PageColumns()
         seen: set[str] = set()
         duplicates = dropped = 0
         notes: list[str] = []
@@ -516,11 +516,11 @@ def start(config: DiscoveryConfig, allowed_origins, *, max_pages: int | None = N
                 duplicates += 1
                 continue
             if max_pages is not None and len(pages) >= max_pages:
-                return replace(state, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
+                return replace(state, pages=pages.done(), page_ids=seen, duplicates=duplicates,
                                dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="max_pages")
             seen.add(page_id)
-            pages.append(ListedPage(page_id, url, None, unreachable_reason(url, allowed)))
-        return replace(state, pages=tuple(pages), page_ids=seen, duplicates=duplicates,
+            pages.append(page_id, url, None, unreachable_reason(url, allowed))
+        return replace(state, pages=pages.done(), page_ids=seen, duplicates=duplicates,
                        dropped=dropped, diagnostics=tuple(notes[:MAX_DIAGNOSTICS]), stop="explicit")
     base = canonicalise(config.url or "")
     first = base
