@@ -19,15 +19,15 @@ Order of work, so a refused build writes nothing:
    DESCRIBE of the SELECT must give the declared names and types (contract.compare_columns,
    the same findings validate gives);
 4. only then is DIR/build locked and a temporary generation begun; in a sandboxed connection
-   to the generation's database file each table is `CREATE TABLE … AS` its SELECT, cast to the
-   stored types (types.STORED_AS); a row that fails (a cast of 'abc') is BUILD_ROWS_FAILED and
-   the generation is abandoned;
-5. the user's SQL is done: the database file is reopened by the build alone, each table is
-   COPY'd to Parquet (a table scan, never a second evaluation of the SELECT), the record is
-   written, and the generation committed.
+   each table's Parquet file is written straight from its SELECT, cast to the stored types
+   (types.STORED_AS): `COPY (SELECT …) TO '<table>.parquet'`, as DuckDB alone would write it; a
+   row that fails (a cast of 'abc') is BUILD_ROWS_FAILED and the generation is abandoned;
+5. the user's SQL is done: the build alone fills dataset.duckdb from those Parquet files (a
+   columnar read, never a second evaluation of the SELECT, so the two files hold the same rows),
+   writes the record, and commits the generation.
 
 The sandbox (D-72): sources are temporary views over read_csv of the relation files; then
-`allowed_paths` is exactly those files, external access is disabled, extension autoload and
+`allowed_paths` is exactly those files and the tables' Parquet files, external access is disabled, extension autoload and
 autoinstall are off, and the configuration is locked, before any user SQL runs. DuckDB's
 memory limit and threads are set from the options; its temp directory is inside the
 temporary generation.
@@ -65,6 +65,14 @@ MAX_THREADS = 8
 # Fixed so the bytes depend on the rows alone (D-71): DuckDB's defaults may change between versions.
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880"
 _MiB = 1 << 20
+# DuckDB's CSV reader holds a buffer of at least max_line_size bytes, and at 1 GiB that buffer is
+# the whole relation; a row longer than LINE_BYTES (a story of many MiB) makes the build read the
+# relations again with the bound of 1 GiB (_LongRow), which any relation the writer made meets.
+LINE_BYTES = 8 * _MiB
+LONG_LINE_BYTES = 1 << 30
+# dataset.duckdb's strings: DuckDB's default (dictionary + FSST) took 3x as long to write as the
+# Parquet file itself in bench/build.py; zstd writes them at about the speed of reading them.
+DATABASE_COMPRESSION = "zstd"
 MIN_MEMORY = 512 * _MiB
 MAX_MEMORY = 4096 * _MiB
 
@@ -113,12 +121,13 @@ def quote_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def read_csv_sql(item: Input) -> str:
+def read_csv_sql(item: Input, line_bytes: int = LINE_BYTES) -> str:
     """The relation read exactly as the writer wrote it (collection/merge/csvio.py, D-02): RFC 4180,
     comma, double quote doubled to escape it, LF rows, a header, every column VARCHAR by its
     declared name; no sniffing, no type detection, and no NULL: an empty field is '' (the CSV has
     no NULL to carry, PROV-16). The parallel reader cannot split rows at quoted newlines, which
-    Reader columns hold (a story), so the file is read by one thread."""
+    Reader columns hold (a story), so the file is read by one thread; its buffer is twice the
+    longest row it accepts (LINE_BYTES)."""
     columns = "{" + ", ".join(f"{quote_literal(c)}: 'VARCHAR'" for c in item.columns) + "}"
     if item.empty:
         return "(select " + ", ".join(f"cast(null as varchar) as {quote_ident(c)}" for c in item.columns) + " where false)"
@@ -126,7 +135,7 @@ def read_csv_sql(item: Input) -> str:
     return (f"read_csv({quote_literal(item.path)}, columns = {columns}, header = true, delim = ',', quote = '\"', "
             f"escape = '\"', new_line = '\\n', auto_detect = false, parallel = false, strict_mode = true, "
             f"null_padding = false, allow_quoted_nulls = false, force_not_null = {names}, "
-            f"max_line_size = {1 << 30}, encoding = 'utf-8')")
+            f"max_line_size = {line_bytes}, buffer_size = {2 * line_bytes}, encoding = 'utf-8')")
 
 
 class _Clock:
@@ -192,16 +201,20 @@ def _config(memory_limit: str, threads: int, temp: str | None) -> dict:
     return config
 
 
-def sandbox(database: str, inputs: Sequence[Input], memory_limit: str, threads: int, temp: str | None):
+def sandbox(database: str, inputs: Sequence[Input], memory_limit: str, threads: int, temp: str | None,
+            outputs: Sequence[str] = (), line_bytes: int = LINE_BYTES):
     """A DuckDB connection in which user SQL may run (D-72): the sources are temporary views of
-    their relation files, the only files it may read; nothing may be written outside the database,
-    no extension installed or loaded, no setting changed."""
+    their relation files, the only files it may read; nothing may be written but `outputs` (the
+    build's own Parquet files, named by the build's COPY), no extension installed or loaded, no
+    setting changed."""
     connection = duckdb.connect(database, config=_config(memory_limit, threads, temp))
     try:
         connection.execute("SET TimeZone = 'UTC'")
         for item in inputs:
-            connection.execute(f"CREATE TEMP VIEW {quote_ident(item.source.name)} AS SELECT * FROM {read_csv_sql(item)}")
-        paths = "[" + ", ".join(quote_literal(item.path) for item in inputs if not item.empty) + "]"
+            connection.execute(f"CREATE TEMP VIEW {quote_ident(item.source.name)} AS SELECT * FROM "
+                               f"{read_csv_sql(item, line_bytes)}")
+        paths = "[" + ", ".join([quote_literal(item.path) for item in inputs if not item.empty]
+                                + [quote_literal(path) for path in outputs]) + "]"
         connection.execute(f"SET allowed_paths = {paths}")
         connection.execute("SET allowed_directories = []")
         connection.execute("SET enable_external_access = false")
@@ -441,53 +454,88 @@ def _build(dataset, settings, state_dir, inputs, digests, columns, threads, memo
         store.release()
 
 
-def _write(dataset, path, inputs, queries, described, identity, threads, memory, state_dir, clock, phase) -> dict:
-    database = os.path.join(path, DATABASE)
-    temp = os.path.join(path, TEMP)
-    phase("tables")
-    connection = sandbox(database, inputs, memory, threads, temp)
+class _LongRow(Exception):
+    """A relation row longer than the CSV reader's bound: read the relations again with a larger one."""
+
+
+def _long_row(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.InvalidInputException) and "Maximum line size of" in str(exc)
+
+
+def _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir, clock,
+                   line_bytes) -> list[int]:
+    """Each table's SELECT, run once in the sandbox, straight into its Parquet file; its row count."""
+    connection = sandbox(":memory:", inputs, memory, threads, temp, outputs=targets, line_bytes=line_bytes)
+    counts = []
     try:
         clock.use(connection)
         for index, table in enumerate(dataset.tables):
             clock.check()
             try:
-                connection.execute(f"CREATE TABLE {quote_ident(table.name)} AS "
-                                   + _typed_select(table, queries[index], described[index]))
+                copied = connection.execute(f"COPY ({_typed_select(table, queries[index], described[index])}) "
+                                            f"TO {quote_literal(targets[index])} ({PARQUET_OPTIONS})").fetchone()
             except duckdb.Error as exc:
+                if line_bytes < LONG_LINE_BYTES and _long_row(exc):
+                    raise _LongRow from None
                 raise RefusedError(_error_refusal(exc, index, table, state_dir, running=True)) from None
+            counts.append(int(copied[0]))
     finally:
         connection.close()
-    clock.check()
-    # The user's SQL is done. The build alone reopens the file to write the Parquet copies.
-    phase("parquet")
-    connection = duckdb.connect(database, config=_config(memory, threads, temp))
-    tables = []
+    return counts
+
+
+def _write_database(dataset, database, targets, threads, memory, temp, state_dir, clock) -> None:
+    """dataset.duckdb, by the build alone (no user SQL in this connection): each table read back
+    from its Parquet file, in its order, as the stored types."""
+    config = {**_config(memory, threads, temp), "force_compression": DATABASE_COMPRESSION}
+    connection = duckdb.connect(database, config=config)
     try:
         clock.use(connection)
         for index, table in enumerate(dataset.tables):
             clock.check()
-            target = os.path.join(path, f"{table.name}.parquet")
+            columns = ", ".join(f"CAST({quote_ident(c.name)} AS {STORED_AS[c.type]}) AS {quote_ident(c.name)}"
+                                for c in table.columns)
             try:
-                connection.execute(f"COPY {quote_ident(table.name)} TO {quote_literal(target)} ({PARQUET_OPTIONS})")
-                rows = connection.execute(f"SELECT count(*) FROM {quote_ident(table.name)}").fetchone()[0]
+                connection.execute(f"CREATE TABLE {quote_ident(table.name)} AS SELECT {columns} "
+                                   f"FROM read_parquet({quote_literal(targets[index])})")
             except duckdb.InterruptException:
                 raise _Deadline from None
             except duckdb.Error as exc:      # the build's own statement: out of memory, the disk
-                raise RefusedError(_refusal("BUILD_ROWS_FAILED", index, table.name, "DuckDB failed writing its "
-                                            f"Parquet copy: {engine_message(exc, state_dir)}; nothing was written "
+                raise RefusedError(_refusal("BUILD_ROWS_FAILED", index, table.name, "DuckDB failed writing "
+                                            f"{DATABASE}: {engine_message(exc, state_dir)}; nothing was written "
                                             "(raise --memory-limit)", "D-71, D-72")) from None
-            tables.append({
-                "name": table.name, "rows": int(rows), "file": f"{table.name}.parquet",
-                "columns": [{"name": c.name, "declared": c.type, "select_type": actual[1], "stored_type": STORED_AS[c.type]}
-                            for c, actual in zip(table.columns, described[index])],
-            })
         try:
             connection.execute("CHECKPOINT")
         except duckdb.InterruptException:
             raise _Deadline from None
     finally:
         connection.close()
+
+
+def _write(dataset, path, inputs, queries, described, identity, threads, memory, state_dir, clock, phase) -> dict:
+    database = os.path.join(path, DATABASE)
+    temp = os.path.join(path, TEMP)
+    targets = [os.path.join(path, f"{table.name}.parquet") for table in dataset.tables]
+    phase("tables")
+    try:
+        counts = _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir,
+                                clock, LINE_BYTES)
+    except _LongRow:
+        for target in targets:
+            if os.path.exists(target):
+                os.remove(target)
+        counts = _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir,
+                                clock, LONG_LINE_BYTES)
     clock.check()
+    # The user's SQL is done. The build alone makes the database file from the Parquet files.
+    phase("database")
+    _write_database(dataset, database, targets, threads, memory, temp, state_dir, clock)
+    clock.check()
+    tables = [{
+        "name": table.name, "rows": counts[index], "file": f"{table.name}.parquet",
+        "columns": [{"name": c.name, "declared": c.type, "select_type": actual[1], "stored_type": STORED_AS[c.type]}
+                    for c, actual in zip(table.columns, described[index])],
+    } for index, table in enumerate(dataset.tables)]
     shutil.rmtree(temp, ignore_errors=True)
     files = {}
     for name in sorted(os.listdir(path)):
