@@ -63,7 +63,7 @@ RECORD_VERSION = 1
 DEFAULT_KEEP = 2
 MAX_THREADS = 8
 # Fixed so the bytes depend on the rows alone (D-71): DuckDB's defaults may change between versions.
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880"
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880, ROW_GROUP_SIZE_BYTES 16777216"
 _MiB = 1 << 20
 # DuckDB's CSV reader holds a buffer of at least max_line_size bytes, and at 1 GiB that buffer is
 # the whole relation; a row longer than LINE_BYTES (a story of many MiB) makes the build read the
