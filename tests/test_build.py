@@ -279,6 +279,33 @@ def test_the_relation_is_read_in_its_exact_dialect_and_empty_fields_stay_empty(t
     assert json.loads(res.stdout)["record"]["tables"][0]["rows"] == 0
 
 
+def test_a_row_longer_than_the_readers_first_bound_is_read_whole(tmp_path):
+    """D-83: the relation is read first with a CSV buffer bounded by LINE_BYTES per row; a story
+    longer than that (with quotes and line breaks in it) makes the build read it again with the
+    1 GiB bound, and its Parquet and database rows are the relation's, byte for byte."""
+    from collection.build.engine import LINE_BYTES
+    from collection.merge.relation import PROVENANCE_COLUMNS
+
+    reader = ["title", "story"]
+    long_story = ('a "long" story\n' * (LINE_BYTES // 15 + 1))
+    assert len(long_story.encode()) > LINE_BYTES
+    rows = [[f"t{i}", story, f"p{i}", f"https://www.example.com/{i}", "2024-01-01T00:00:00Z", "0" * 64, "1",
+             "2024-01-01T00:00:00Z", "1"] for i, story in enumerate(["short", long_story, "after"])]
+    state = tmp_path / "state"
+    _store_relation(state, "council_decisions", reader + list(PROVENANCE_COLUMNS), rows, reader)
+    sql = "select page_id, story from council_decisions order by page_id"
+    path = write_doc(tmp_path / "d.json", with_tables([table("stories", sql, [("page_id", "string"),
+                                                                              ("story", "string")])], council()))
+    res = collection("build", str(path), "--state", str(state), "--json")
+    assert res.returncode == 0, res.stderr[:2000]
+    current = state / "build" / "current"
+    expected = [(r[2], r[1]) for r in rows]
+    assert duckdb.sql(f"select page_id, story from read_parquet('{current / 'stories.parquet'}')").fetchall() == expected
+    with duckdb.connect(str(current / "dataset.duckdb"), read_only=True) as db:
+        assert db.execute("select page_id, story from stories").fetchall() == expected
+    assert json.loads(res.stdout)["record"]["tables"][0]["rows"] == 3
+
+
 def test_a_deadline_interrupts_the_build_and_writes_nothing(state, tmp_path):
     """D-72: --deadline interrupts DuckDB; BUILD_DEADLINE, the previous build unchanged."""
     doc = with_tables([table("slow", "select count(*) as n from council_decisions a, council_decisions b, council_decisions c, "

@@ -73,15 +73,16 @@ LONG_LINE_BYTES = 1 << 30
 # dataset.duckdb's strings: DuckDB's default (dictionary + FSST) took 3x as long to write as the
 # Parquet file itself in bench/build.py; zstd writes them at about the speed of reading them.
 DATABASE_COMPRESSION = "zstd"
-MIN_MEMORY = 512 * _MiB
+MIN_MEMORY = 256 * _MiB
 MAX_MEMORY = 4096 * _MiB
+MEMORY_PER_THREAD = 512 * _MiB
 
 
 @dataclass(frozen=True)
 class BuildSettings:
     state_dir: str
     memory_limit: str | None = None      # DuckDB's spelling ("1GB", "512MiB"); None: default_memory_limit
-    threads: int | None = None           # None: the CPU count, at most MAX_THREADS
+    threads: int | None = None           # None: default_threads
     keep: int = DEFAULT_KEEP
     force: bool = False                  # build even when the inputs and tables are those of the current build
     deadline_seconds: float | None = None
@@ -89,19 +90,27 @@ class BuildSettings:
     dataset_path: str = "DATASET"        # how the command was given the document (for the advice it prints)
 
 
-def default_threads() -> int:
-    return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+def default_threads(memory_limit: int | None = None) -> int:
+    """The CPU count, at most MAX_THREADS; under the default memory limit also at most one thread per
+    MEMORY_PER_THREAD of it (D-83): each DuckDB thread sorts and writes in buffers of its own, and
+    DuckDB's guide says to cut threads before memory, so a small limit is not spent on parallel
+    buffers that make the sort spill."""
+    threads = max(1, min(os.cpu_count() or 1, MAX_THREADS))
+    if memory_limit is not None:
+        threads = max(1, min(threads, memory_limit // MEMORY_PER_THREAD))
+    return threads
 
 
 def default_memory_limit(input_bytes: int) -> int:
-    """Twice the relations' bytes, at least 512 MiB, at most 4 GiB and half the machine's memory
-    (D-72): enough for DuckDB to sort a relation in memory, bounded so a build beside a run on a
-    small server spills to disk instead of being killed."""
+    """One and a half times the relations' bytes, at least 256 MiB, at most 4 GiB and half the
+    machine's memory (D-72, D-83): what a sort of the relation needs in memory with one thread,
+    bounded so the build's peak stays near twice the relation and a build beside a run on a small
+    server spills to disk instead of being killed."""
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         physical = 2 * MAX_MEMORY
-    return int(max(MIN_MEMORY, min(2 * input_bytes, MAX_MEMORY, physical // 2)))
+    return int(max(MIN_MEMORY, min(3 * input_bytes // 2, MAX_MEMORY, physical // 2)))
 
 
 def tables_digest(tables: Sequence[Table]) -> str:
@@ -378,8 +387,11 @@ def build(dataset: Dataset, settings: BuildSettings, *, on_phase: Callable[[str]
         raise RefusedError(refused)
     inputs: list[Input] = [item for item in located if isinstance(item, Input)]
     digests = {item.source.name: Digest(item.path) for item in inputs}
-    threads = settings.threads or default_threads()
-    memory = settings.memory_limit or f"{default_memory_limit(sum(i.recorded[1] for i in inputs)) // _MiB}MiB"
+    if settings.memory_limit is None:
+        limit = default_memory_limit(sum(i.recorded[1] for i in inputs))
+        memory, threads = f"{limit // _MiB}MiB", settings.threads or default_threads(limit)
+    else:
+        memory, threads = settings.memory_limit, settings.threads or default_threads()
     clock = _Clock(settings.deadline_seconds)
     try:
         return _build(dataset, settings, state_dir, inputs, digests, columns, threads, memory, clock, phase)
