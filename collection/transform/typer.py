@@ -255,7 +255,11 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
                 out.append(Problem("TRANSFORM_SQL_UNSUPPORTED",
                                    f"the function {node.name}() is outside the typed subset (docs/transform.md "
                                    "lists the functions it knows)", node.pos))
-        values = vars(node).values() if isinstance(node, P.Node) else node
+        if isinstance(node, P.Node):
+            fields = node.__dict__
+            values = [fields[name] for name in P.child_fields(type(node))]
+        else:
+            values = node
         for value in values:
             if isinstance(value, (P.Node, tuple)):
                 walk(value, ctes)
