@@ -910,10 +910,20 @@ class _Typer:
 
 
 def _has_agg(e) -> bool:
-    if isinstance(e, P.Func) and e.name in AGGREGATES:
+    kind = type(e)
+    if kind is tuple:
+        values = e
+    elif kind is P.Func and e.name in AGGREGATES:
         return True
-    values = vars(e).values() if isinstance(e, P.Node) else e if isinstance(e, tuple) else ()
-    return any(_has_agg(v) for v in values if isinstance(v, (P.Node, tuple)))
+    elif isinstance(e, P.Node):
+        fields = e.__dict__
+        values = [fields[name] for name in P.child_fields(kind)]
+    else:
+        return False
+    for v in values:
+        if isinstance(v, (P.Node, tuple)) and _has_agg(v):
+            return True
+    return False
 
 
 def _dedupe(cols: list[tuple[str, T]]) -> list[tuple[str, T]]:
