@@ -27,10 +27,10 @@ Order of work, so a refused build writes nothing:
    writes the record, and commits the generation.
 
 The sandbox (D-72): sources are temporary views over read_csv of the relation files; then
-`allowed_paths` is exactly those files and the tables' Parquet files, external access is disabled, extension autoload and
-autoinstall are off, and the configuration is locked, before any user SQL runs. DuckDB's
-memory limit and threads are set from the options; its temp directory is inside the
-temporary generation.
+`allowed_paths` is exactly those files and the one table's Parquet file, external access is
+disabled, extension autoload and autoinstall are off, and the configuration is locked, before any
+user SQL runs. DuckDB's memory limit and threads are set from the options (D-83); its temp
+directory is inside the temporary generation.
 """
 
 from __future__ import annotations
@@ -476,23 +476,24 @@ def _long_row(exc: BaseException) -> bool:
 
 def _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir, clock,
                    line_bytes) -> list[int]:
-    """Each table's SELECT, run once in the sandbox, straight into its Parquet file; its row count."""
-    connection = sandbox(":memory:", inputs, memory, threads, temp, outputs=targets, line_bytes=line_bytes)
+    """Each table's SELECT, run once, straight into its Parquet file; the row counts. A sandbox per
+    table, whose one writable file is that table's own Parquet file."""
     counts = []
-    try:
-        clock.use(connection)
-        for index, table in enumerate(dataset.tables):
-            clock.check()
-            try:
-                copied = connection.execute(f"COPY ({_typed_select(table, queries[index], described[index])}) "
-                                            f"TO {quote_literal(targets[index])} ({PARQUET_OPTIONS})").fetchone()
-            except duckdb.Error as exc:
-                if line_bytes < LONG_LINE_BYTES and _long_row(exc):
-                    raise _LongRow from None
-                raise RefusedError(_error_refusal(exc, index, table, state_dir, running=True)) from None
-            counts.append(int(copied[0]))
-    finally:
-        connection.close()
+    for index, table in enumerate(dataset.tables):
+        clock.check()
+        connection = sandbox(":memory:", inputs, memory, threads, temp, outputs=[targets[index]],
+                             line_bytes=line_bytes)
+        try:
+            clock.use(connection)
+            copied = connection.execute(f"COPY ({_typed_select(table, queries[index], described[index])}) "
+                                        f"TO {quote_literal(targets[index])} ({PARQUET_OPTIONS})").fetchone()
+        except duckdb.Error as exc:
+            if line_bytes < LONG_LINE_BYTES and _long_row(exc):
+                raise _LongRow from None
+            raise RefusedError(_error_refusal(exc, index, table, state_dir, running=True)) from None
+        finally:
+            connection.close()
+        counts.append(int(copied[0]))
     return counts
 
 
