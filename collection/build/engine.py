@@ -185,26 +185,49 @@ class _Deadline(Exception):
     pass
 
 
+MAX_MESSAGE = 2000
 _PATH = re.compile(r"(?<![\w.:/])(/[^\s\"']+)")
+
+
+def _engine_error(exc: BaseException) -> tuple[str, int | None]:
+    """DuckDB's message and the byte offset into the statement it points at, when it gives one: the
+    connections set errors_as_json, so a message is `<Kind> Error: {json}` with `position`."""
+    text = str(exc)
+    head, sep, rest = text.partition(": {")
+    if sep:
+        import json
+
+        try:
+            data = json.loads("{" + rest)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("exception_message"), str):
+            position = data.get("position")
+            return (f"{head}: {data['exception_message']}",
+                    int(position) if isinstance(position, str) and position.isdigit() else None)
+    return text, None
 
 
 def engine_message(exc: BaseException, state_dir: str) -> str:
     """DuckDB's message on one line, paths outside the state directory replaced by `…` (its own
     extension directory under HOME, say) and secrets scrubbed."""
-    text = " ".join(str(exc).split())
+    text = " ".join(_engine_error(exc)[0].split())
     root = os.path.abspath(state_dir) + os.sep
 
     def keep(match: re.Match) -> str:
         path = match.group(1)
         return path if path.startswith(root) else "…"
 
-    return scrub(_PATH.sub(keep, text))
+    text = scrub(_PATH.sub(keep, text))
+    # a CSV error quotes the whole row, which may be a story of many MiB
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "…"
 
 
 def _config(memory_limit: str, threads: int, temp: str | None) -> dict:
     config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
               "allow_community_extensions": False, "allow_unsigned_extensions": False,
-              "memory_limit": memory_limit, "threads": threads, "preserve_insertion_order": True}
+              "memory_limit": memory_limit, "threads": threads, "preserve_insertion_order": True,
+              "errors_as_json": True}
     if temp is not None:
         config["temp_directory"] = temp
     return config
@@ -234,8 +257,32 @@ def sandbox(database: str, inputs: Sequence[Input], memory_limit: str, threads: 
     return connection
 
 
-def _refusal(code: str, index: int, table: str, text: str, rule: str) -> Refusal:
-    return Refusal(code, f"/tables/{index}/sql", f"table {table!r}: {text}", rule)
+def _refusal(code: str, index: int, table: str, text: str, rule: str, at: tuple[int, int] | None = None) -> Refusal:
+    """`at`: the line and column in the table's SQL where DuckDB places the problem (as validate's
+    findings say it)."""
+    where = f", line {at[0]}, column {at[1]} of the SQL" if at else ""
+    return Refusal(code, f"/tables/{index}/sql", f"table {table!r}{where}: {text}", rule)
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """Where the user's query sits in a statement the build ran: `prefix` characters of the build's
+    own before it, and the query itself `query_at` characters into the table's SQL."""
+    statement: str
+    prefix: int
+    query_at: int
+    length: int
+
+    def at(self, exc: BaseException, sql: str) -> tuple[int, int] | None:
+        position = _engine_error(exc)[1]
+        if position is None or self.query_at < 0:
+            return None
+        # DuckDB counts bytes of UTF-8; the SQL's line and column count characters
+        chars = len(self.statement.encode("utf-8")[:position].decode("utf-8", "ignore"))
+        inner = chars - self.prefix
+        if not 0 <= inner < self.length:
+            return None          # in the build's own text around the query
+        return contract.line_column(sql, self.query_at + inner)
 
 
 def _one_select(connection, index: int, table: Table, state_dir: str) -> tuple[str | None, Refusal | None]:
@@ -244,7 +291,8 @@ def _one_select(connection, index: int, table: Table, state_dir: str) -> tuple[s
         statements = connection.extract_statements(table.sql)
     except duckdb.Error as exc:
         return None, _refusal("BUILD_SQL_REFUSED", index, table.name,
-                              f"DuckDB cannot parse the SQL: {engine_message(exc, state_dir)}", "D-68, D-72")
+                              f"DuckDB cannot parse the SQL: {engine_message(exc, state_dir)}", "D-68, D-72",
+                              _Placed(table.sql, 0, 0, len(table.sql)).at(exc, table.sql))
     kinds = [str(s.type).rsplit(".", 1)[-1] for s in statements]
     if kinds != ["SELECT"]:
         shown = ", ".join(kinds) or "no statement"
@@ -253,16 +301,18 @@ def _one_select(connection, index: int, table: Table, state_dir: str) -> tuple[s
     return statements[0].query.strip().rstrip(";").rstrip(), None
 
 
-def _error_refusal(exc: BaseException, index: int, table: Table, state_dir: str, running: bool) -> Refusal:
+def _error_refusal(exc: BaseException, index: int, table: Table, state_dir: str, running: bool,
+                   placed: _Placed) -> Refusal:
     if isinstance(exc, duckdb.InterruptException):
         raise _Deadline from None
     message = engine_message(exc, state_dir)
+    at = placed.at(exc, table.sql)
     refused = isinstance(exc, (duckdb.PermissionException, duckdb.ParserException, duckdb.CatalogException,
                                duckdb.BinderException, duckdb.NotImplementedException))
     if running and not refused:
         return _refusal("BUILD_ROWS_FAILED", index, table.name, f"DuckDB failed on the data: {message}; nothing "
-                        "was written (try_cast(… as …) gives NULL where a cast fails)", "D-71, D-72")
-    return _refusal("BUILD_SQL_REFUSED", index, table.name, f"DuckDB refused the SQL: {message}", "D-68, D-72")
+                        "was written (try_cast(… as …) gives NULL where a cast fails)", "D-71, D-72", at)
+    return _refusal("BUILD_SQL_REFUSED", index, table.name, f"DuckDB refused the SQL: {message}", "D-68, D-72", at)
 
 
 def check_tables(connection, tables: Sequence[Table], sources: Mapping[str, Sequence[str]],
@@ -278,10 +328,12 @@ def check_tables(connection, tables: Sequence[Table], sources: Mapping[str, Sequ
             queries.append("")
             described.append([])
             continue
+        statement = f"DESCRIBE {query}"
         try:
-            rows = connection.execute(f"DESCRIBE {query}").fetchall()
+            rows = connection.execute(statement).fetchall()
         except duckdb.Error as exc:
-            refusals.append(_error_refusal(exc, index, table, state_dir, running=False))
+            placed = _Placed(statement, len("DESCRIBE "), table.sql.find(query), len(query))
+            refusals.append(_error_refusal(exc, index, table, state_dir, False, placed))
             queries.append("")
             described.append([])
             continue
@@ -293,12 +345,14 @@ def check_tables(connection, tables: Sequence[Table], sources: Mapping[str, Sequ
     return queries, described, refusals
 
 
-def _typed_select(table: Table, query: str, actual: Sequence[tuple[str, str]]) -> str:
+def _typed_select(table: Table, query: str, actual: Sequence[tuple[str, str]]) -> tuple[str, int]:
+    """The query's rows cast to the stored types, and where the query starts in that text."""
     items = []
     for (name, kind), (actual_name, _) in zip(table.declared, actual):
         items.append(f"CAST(_q.{quote_ident(actual_name)} AS {STORED_AS[kind]}) AS {quote_ident(name)}")
+    head = f"SELECT {', '.join(items)} FROM (\n"
     # the newline ends a trailing `--` comment of the user's SQL before the closing parenthesis
-    return f"SELECT {', '.join(items)} FROM (\n{query}\n) AS _q"
+    return f"{head}{query}\n) AS _q", len(head)
 
 
 def _fsync(path: str) -> None:
@@ -483,14 +537,16 @@ def _write_parquet(dataset, inputs, queries, described, targets, threads, memory
         clock.check()
         connection = sandbox(":memory:", inputs, memory, threads, temp, outputs=[targets[index]],
                              line_bytes=line_bytes)
+        typed, head = _typed_select(table, queries[index], described[index])
+        statement = f"COPY ({typed}) TO {quote_literal(targets[index])} ({PARQUET_OPTIONS})"
         try:
             clock.use(connection)
-            copied = connection.execute(f"COPY ({_typed_select(table, queries[index], described[index])}) "
-                                        f"TO {quote_literal(targets[index])} ({PARQUET_OPTIONS})").fetchone()
+            copied = connection.execute(statement).fetchone()
         except duckdb.Error as exc:
             if line_bytes < LONG_LINE_BYTES and _long_row(exc):
                 raise _LongRow from None
-            raise RefusedError(_error_refusal(exc, index, table, state_dir, running=True)) from None
+            placed = _Placed(statement, len("COPY (") + head, table.sql.find(queries[index]), len(queries[index]))
+            raise RefusedError(_error_refusal(exc, index, table, state_dir, True, placed)) from None
         finally:
             connection.close()
         counts.append(int(copied[0]))
