@@ -92,8 +92,8 @@ class BuildSettings:
 
 def default_threads(memory_limit: int | None = None) -> int:
     """The CPU count, at most MAX_THREADS; under the default memory limit also at most one thread per
-    MEMORY_PER_THREAD of it (D-83): each DuckDB thread sorts and writes in buffers of its own, and
-    DuckDB's guide says to cut threads before memory, so a small limit is not spent on parallel
+    MEMORY_PER_THREAD of it (D-83): each DuckDB thread sorts and writes in buffers of its own (DuckDB's
+    out-of-memory guide names fewer threads first), so a small limit is not spent on parallel
     buffers that make the sort spill."""
     threads = max(1, min(os.cpu_count() or 1, MAX_THREADS))
     if memory_limit is not None:
