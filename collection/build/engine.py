@@ -19,18 +19,18 @@ Order of work, so a refused build writes nothing:
    DESCRIBE of the SELECT must give the declared names and types (contract.compare_columns,
    the same findings validate gives);
 4. only then is DIR/build locked and a temporary generation begun; in a sandboxed connection
-   to the generation's database file each table is `CREATE TABLE … AS` its SELECT, cast to the
-   stored types (types.STORED_AS); a row that fails (a cast of 'abc') is BUILD_ROWS_FAILED and
-   the generation is abandoned;
-5. the user's SQL is done: the database file is reopened by the build alone, each table is
-   COPY'd to Parquet (a table scan, never a second evaluation of the SELECT), the record is
-   written, and the generation committed.
+   each table's Parquet file is written straight from its SELECT, cast to the stored types
+   (types.STORED_AS): `COPY (SELECT …) TO '<table>.parquet'`, as DuckDB alone would write it; a
+   row that fails (a cast of 'abc') is BUILD_ROWS_FAILED and the generation is abandoned;
+5. the user's SQL is done: the build alone fills dataset.duckdb from those Parquet files (a
+   columnar read, never a second evaluation of the SELECT, so the two files hold the same rows),
+   writes the record, and commits the generation.
 
 The sandbox (D-72): sources are temporary views over read_csv of the relation files; then
-`allowed_paths` is exactly those files, external access is disabled, extension autoload and
-autoinstall are off, and the configuration is locked, before any user SQL runs. DuckDB's
-memory limit and threads are set from the options; its temp directory is inside the
-temporary generation.
+`allowed_paths` is exactly those files and the one table's Parquet file, external access is
+disabled, extension autoload and autoinstall are off, and the configuration is locked, before any
+user SQL runs. DuckDB's memory limit and threads are set from the options (D-83); its temp
+directory is inside the temporary generation.
 """
 
 from __future__ import annotations
@@ -63,17 +63,26 @@ RECORD_VERSION = 1
 DEFAULT_KEEP = 2
 MAX_THREADS = 8
 # Fixed so the bytes depend on the rows alone (D-71): DuckDB's defaults may change between versions.
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880"
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880, ROW_GROUP_SIZE_BYTES 16777216"
 _MiB = 1 << 20
-MIN_MEMORY = 512 * _MiB
+# DuckDB's CSV reader holds a buffer of at least max_line_size bytes, and at 1 GiB that buffer is
+# the whole relation; a row longer than LINE_BYTES (a story of many MiB) makes the build read the
+# relations again with the bound of 1 GiB (_LongRow), which any relation the writer made meets.
+LINE_BYTES = 8 * _MiB
+LONG_LINE_BYTES = 1 << 30
+# dataset.duckdb's strings: DuckDB's default (dictionary + FSST) took 3x as long to write as the
+# Parquet file itself in bench/build.py; zstd writes them at about the speed of reading them.
+DATABASE_COMPRESSION = "zstd"
+MIN_MEMORY = 256 * _MiB
 MAX_MEMORY = 4096 * _MiB
+MEMORY_PER_THREAD = 512 * _MiB
 
 
 @dataclass(frozen=True)
 class BuildSettings:
     state_dir: str
     memory_limit: str | None = None      # DuckDB's spelling ("1GB", "512MiB"); None: default_memory_limit
-    threads: int | None = None           # None: the CPU count, at most MAX_THREADS
+    threads: int | None = None           # None: default_threads
     keep: int = DEFAULT_KEEP
     force: bool = False                  # build even when the inputs and tables are those of the current build
     deadline_seconds: float | None = None
@@ -81,19 +90,27 @@ class BuildSettings:
     dataset_path: str = "DATASET"        # how the command was given the document (for the advice it prints)
 
 
-def default_threads() -> int:
-    return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+def default_threads(memory_limit: int | None = None) -> int:
+    """The CPU count, at most MAX_THREADS; under the default memory limit also at most one thread per
+    MEMORY_PER_THREAD of it (D-83): each DuckDB thread sorts and writes in buffers of its own (DuckDB's
+    out-of-memory guide names fewer threads first), so a small limit is not spent on parallel
+    buffers that make the sort spill."""
+    threads = max(1, min(os.cpu_count() or 1, MAX_THREADS))
+    if memory_limit is not None:
+        threads = max(1, min(threads, memory_limit // MEMORY_PER_THREAD))
+    return threads
 
 
 def default_memory_limit(input_bytes: int) -> int:
-    """Twice the relations' bytes, at least 512 MiB, at most 4 GiB and half the machine's memory
-    (D-72): enough for DuckDB to sort a relation in memory, bounded so a build beside a run on a
-    small server spills to disk instead of being killed."""
+    """One and a half times the relations' bytes, at least 256 MiB, at most 4 GiB and half the
+    machine's memory (D-72, D-83): what a sort of the relation needs in memory with one thread,
+    bounded so the build's peak stays near twice the relation and a build beside a run on a small
+    server spills to disk instead of being killed."""
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         physical = 2 * MAX_MEMORY
-    return int(max(MIN_MEMORY, min(2 * input_bytes, MAX_MEMORY, physical // 2)))
+    return int(max(MIN_MEMORY, min(3 * input_bytes // 2, MAX_MEMORY, physical // 2)))
 
 
 def tables_digest(tables: Sequence[Table]) -> str:
@@ -113,12 +130,13 @@ def quote_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def read_csv_sql(item: Input) -> str:
+def read_csv_sql(item: Input, line_bytes: int = LINE_BYTES) -> str:
     """The relation read exactly as the writer wrote it (collection/merge/csvio.py, D-02): RFC 4180,
     comma, double quote doubled to escape it, LF rows, a header, every column VARCHAR by its
     declared name; no sniffing, no type detection, and no NULL: an empty field is '' (the CSV has
     no NULL to carry, PROV-16). The parallel reader cannot split rows at quoted newlines, which
-    Reader columns hold (a story), so the file is read by one thread."""
+    Reader columns hold (a story), so the file is read by one thread; its buffer is twice the
+    longest row it accepts (LINE_BYTES)."""
     columns = "{" + ", ".join(f"{quote_literal(c)}: 'VARCHAR'" for c in item.columns) + "}"
     if item.empty:
         return "(select " + ", ".join(f"cast(null as varchar) as {quote_ident(c)}" for c in item.columns) + " where false)"
@@ -126,7 +144,7 @@ def read_csv_sql(item: Input) -> str:
     return (f"read_csv({quote_literal(item.path)}, columns = {columns}, header = true, delim = ',', quote = '\"', "
             f"escape = '\"', new_line = '\\n', auto_detect = false, parallel = false, strict_mode = true, "
             f"null_padding = false, allow_quoted_nulls = false, force_not_null = {names}, "
-            f"max_line_size = {1 << 30}, encoding = 'utf-8')")
+            f"max_line_size = {line_bytes}, buffer_size = {2 * line_bytes}, encoding = 'utf-8')")
 
 
 class _Clock:
@@ -167,41 +185,68 @@ class _Deadline(Exception):
     pass
 
 
+MAX_MESSAGE = 2000
 _PATH = re.compile(r"(?<![\w.:/])(/[^\s\"']+)")
+
+
+def _engine_error(exc: BaseException) -> tuple[str, int | None]:
+    """DuckDB's message and the byte offset into the statement it points at, when it gives one: the
+    connections set errors_as_json, so a message is `<Kind> Error: {json}` with `position`."""
+    text = str(exc)
+    head, sep, rest = text.partition(": {")
+    if sep:
+        import json
+
+        try:
+            data = json.loads("{" + rest)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("exception_message"), str):
+            position = data.get("position")
+            return (f"{head}: {data['exception_message']}",
+                    int(position) if isinstance(position, str) and position.isdigit() else None)
+    return text, None
 
 
 def engine_message(exc: BaseException, state_dir: str) -> str:
     """DuckDB's message on one line, paths outside the state directory replaced by `…` (its own
     extension directory under HOME, say) and secrets scrubbed."""
-    text = " ".join(str(exc).split())
+    text = " ".join(_engine_error(exc)[0].split())
     root = os.path.abspath(state_dir) + os.sep
 
     def keep(match: re.Match) -> str:
         path = match.group(1)
         return path if path.startswith(root) else "…"
 
-    return scrub(_PATH.sub(keep, text))
+    text = scrub(_PATH.sub(keep, text))
+    # a CSV error quotes the whole row, which may be a story of many MiB
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "…"
 
 
 def _config(memory_limit: str, threads: int, temp: str | None) -> dict:
     config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
               "allow_community_extensions": False, "allow_unsigned_extensions": False,
-              "memory_limit": memory_limit, "threads": threads, "preserve_insertion_order": True}
+              "memory_limit": memory_limit, "threads": threads, "preserve_insertion_order": True,
+              "errors_as_json": True}
     if temp is not None:
         config["temp_directory"] = temp
     return config
 
 
-def sandbox(database: str, inputs: Sequence[Input], memory_limit: str, threads: int, temp: str | None):
+def sandbox(database: str, inputs: Sequence[Input], memory_limit: str, threads: int, temp: str | None,
+            outputs: Sequence[str] = (), line_bytes: int = LINE_BYTES):
     """A DuckDB connection in which user SQL may run (D-72): the sources are temporary views of
-    their relation files, the only files it may read; nothing may be written outside the database,
-    no extension installed or loaded, no setting changed."""
+    their relation files, the only files it may read; nothing may be written but `outputs` (the
+    build's own Parquet files, named by the build's COPY), no extension installed or loaded, no
+    setting changed."""
     connection = duckdb.connect(database, config=_config(memory_limit, threads, temp))
     try:
         connection.execute("SET TimeZone = 'UTC'")
         for item in inputs:
-            connection.execute(f"CREATE TEMP VIEW {quote_ident(item.source.name)} AS SELECT * FROM {read_csv_sql(item)}")
-        paths = "[" + ", ".join(quote_literal(item.path) for item in inputs if not item.empty) + "]"
+            connection.execute(f"CREATE TEMP VIEW {quote_ident(item.source.name)} AS SELECT * FROM "
+                               f"{read_csv_sql(item, line_bytes)}")
+        paths = "[" + ", ".join([quote_literal(item.path) for item in inputs if not item.empty]
+                                + [quote_literal(path) for path in outputs]) + "]"
         connection.execute(f"SET allowed_paths = {paths}")
         connection.execute("SET allowed_directories = []")
         connection.execute("SET enable_external_access = false")
@@ -212,8 +257,32 @@ def sandbox(database: str, inputs: Sequence[Input], memory_limit: str, threads: 
     return connection
 
 
-def _refusal(code: str, index: int, table: str, text: str, rule: str) -> Refusal:
-    return Refusal(code, f"/tables/{index}/sql", f"table {table!r}: {text}", rule)
+def _refusal(code: str, index: int, table: str, text: str, rule: str, at: tuple[int, int] | None = None) -> Refusal:
+    """`at`: the line and column in the table's SQL where DuckDB places the problem (as validate's
+    findings say it)."""
+    where = f", line {at[0]}, column {at[1]} of the SQL" if at else ""
+    return Refusal(code, f"/tables/{index}/sql", f"table {table!r}{where}: {text}", rule)
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """Where the user's query sits in a statement the build ran: `prefix` characters of the build's
+    own before it, and the query itself `query_at` characters into the table's SQL."""
+    statement: str
+    prefix: int
+    query_at: int
+    length: int
+
+    def at(self, exc: BaseException, sql: str) -> tuple[int, int] | None:
+        position = _engine_error(exc)[1]
+        if position is None or self.query_at < 0:
+            return None
+        # DuckDB counts bytes of UTF-8; the SQL's line and column count characters
+        chars = len(self.statement.encode("utf-8")[:position].decode("utf-8", "ignore"))
+        inner = chars - self.prefix
+        if not 0 <= inner < self.length:
+            return None          # in the build's own text around the query
+        return contract.line_column(sql, self.query_at + inner)
 
 
 def _one_select(connection, index: int, table: Table, state_dir: str) -> tuple[str | None, Refusal | None]:
@@ -222,7 +291,8 @@ def _one_select(connection, index: int, table: Table, state_dir: str) -> tuple[s
         statements = connection.extract_statements(table.sql)
     except duckdb.Error as exc:
         return None, _refusal("BUILD_SQL_REFUSED", index, table.name,
-                              f"DuckDB cannot parse the SQL: {engine_message(exc, state_dir)}", "D-68, D-72")
+                              f"DuckDB cannot parse the SQL: {engine_message(exc, state_dir)}", "D-68, D-72",
+                              _Placed(table.sql, 0, 0, len(table.sql)).at(exc, table.sql))
     kinds = [str(s.type).rsplit(".", 1)[-1] for s in statements]
     if kinds != ["SELECT"]:
         shown = ", ".join(kinds) or "no statement"
@@ -231,16 +301,18 @@ def _one_select(connection, index: int, table: Table, state_dir: str) -> tuple[s
     return statements[0].query.strip().rstrip(";").rstrip(), None
 
 
-def _error_refusal(exc: BaseException, index: int, table: Table, state_dir: str, running: bool) -> Refusal:
+def _error_refusal(exc: BaseException, index: int, table: Table, state_dir: str, running: bool,
+                   placed: _Placed) -> Refusal:
     if isinstance(exc, duckdb.InterruptException):
         raise _Deadline from None
     message = engine_message(exc, state_dir)
+    at = placed.at(exc, table.sql)
     refused = isinstance(exc, (duckdb.PermissionException, duckdb.ParserException, duckdb.CatalogException,
                                duckdb.BinderException, duckdb.NotImplementedException))
     if running and not refused:
         return _refusal("BUILD_ROWS_FAILED", index, table.name, f"DuckDB failed on the data: {message}; nothing "
-                        "was written (try_cast(… as …) gives NULL where a cast fails)", "D-71, D-72")
-    return _refusal("BUILD_SQL_REFUSED", index, table.name, f"DuckDB refused the SQL: {message}", "D-68, D-72")
+                        "was written (try_cast(… as …) gives NULL where a cast fails)", "D-71, D-72", at)
+    return _refusal("BUILD_SQL_REFUSED", index, table.name, f"DuckDB refused the SQL: {message}", "D-68, D-72", at)
 
 
 def check_tables(connection, tables: Sequence[Table], sources: Mapping[str, Sequence[str]],
@@ -256,10 +328,12 @@ def check_tables(connection, tables: Sequence[Table], sources: Mapping[str, Sequ
             queries.append("")
             described.append([])
             continue
+        statement = f"DESCRIBE {query}"
         try:
-            rows = connection.execute(f"DESCRIBE {query}").fetchall()
+            rows = connection.execute(statement).fetchall()
         except duckdb.Error as exc:
-            refusals.append(_error_refusal(exc, index, table, state_dir, running=False))
+            placed = _Placed(statement, len("DESCRIBE "), table.sql.find(query), len(query))
+            refusals.append(_error_refusal(exc, index, table, state_dir, False, placed))
             queries.append("")
             described.append([])
             continue
@@ -271,12 +345,14 @@ def check_tables(connection, tables: Sequence[Table], sources: Mapping[str, Sequ
     return queries, described, refusals
 
 
-def _typed_select(table: Table, query: str, actual: Sequence[tuple[str, str]]) -> str:
+def _typed_select(table: Table, query: str, actual: Sequence[tuple[str, str]]) -> tuple[str, int]:
+    """The query's rows cast to the stored types, and where the query starts in that text."""
     items = []
     for (name, kind), (actual_name, _) in zip(table.declared, actual):
         items.append(f"CAST(_q.{quote_ident(actual_name)} AS {STORED_AS[kind]}) AS {quote_ident(name)}")
+    head = f"SELECT {', '.join(items)} FROM (\n"
     # the newline ends a trailing `--` comment of the user's SQL before the closing parenthesis
-    return f"SELECT {', '.join(items)} FROM (\n{query}\n) AS _q"
+    return f"{head}{query}\n) AS _q", len(head)
 
 
 def _fsync(path: str) -> None:
@@ -365,8 +441,11 @@ def build(dataset: Dataset, settings: BuildSettings, *, on_phase: Callable[[str]
         raise RefusedError(refused)
     inputs: list[Input] = [item for item in located if isinstance(item, Input)]
     digests = {item.source.name: Digest(item.path) for item in inputs}
-    threads = settings.threads or default_threads()
-    memory = settings.memory_limit or f"{default_memory_limit(sum(i.recorded[1] for i in inputs)) // _MiB}MiB"
+    if settings.memory_limit is None:
+        limit = default_memory_limit(sum(i.recorded[1] for i in inputs))
+        memory, threads = f"{limit // _MiB}MiB", settings.threads or default_threads(limit)
+    else:
+        memory, threads = settings.memory_limit, settings.threads or default_threads()
     clock = _Clock(settings.deadline_seconds)
     try:
         return _build(dataset, settings, state_dir, inputs, digests, columns, threads, memory, clock, phase)
@@ -441,53 +520,91 @@ def _build(dataset, settings, state_dir, inputs, digests, columns, threads, memo
         store.release()
 
 
-def _write(dataset, path, inputs, queries, described, identity, threads, memory, state_dir, clock, phase) -> dict:
-    database = os.path.join(path, DATABASE)
-    temp = os.path.join(path, TEMP)
-    phase("tables")
-    connection = sandbox(database, inputs, memory, threads, temp)
+class _LongRow(Exception):
+    """A relation row longer than the CSV reader's bound: read the relations again with a larger one."""
+
+
+def _long_row(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.InvalidInputException) and "Maximum line size of" in str(exc)
+
+
+def _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir, clock,
+                   line_bytes) -> list[int]:
+    """Each table's SELECT, run once, straight into its Parquet file; the row counts. A sandbox per
+    table, whose one writable file is that table's own Parquet file."""
+    counts = []
+    for index, table in enumerate(dataset.tables):
+        clock.check()
+        connection = sandbox(":memory:", inputs, memory, threads, temp, outputs=[targets[index]],
+                             line_bytes=line_bytes)
+        typed, head = _typed_select(table, queries[index], described[index])
+        statement = f"COPY ({typed}) TO {quote_literal(targets[index])} ({PARQUET_OPTIONS})"
+        try:
+            clock.use(connection)
+            copied = connection.execute(statement).fetchone()
+        except duckdb.Error as exc:
+            if line_bytes < LONG_LINE_BYTES and _long_row(exc):
+                raise _LongRow from None
+            placed = _Placed(statement, len("COPY (") + head, table.sql.find(queries[index]), len(queries[index]))
+            raise RefusedError(_error_refusal(exc, index, table, state_dir, True, placed)) from None
+        finally:
+            connection.close()
+        counts.append(int(copied[0]))
+    return counts
+
+
+def _write_database(dataset, database, targets, threads, memory, temp, state_dir, clock) -> None:
+    """dataset.duckdb, by the build alone (no user SQL in this connection): each table read back
+    from its Parquet file, in its order, as the stored types."""
+    config = {**_config(memory, threads, temp), "force_compression": DATABASE_COMPRESSION}
+    connection = duckdb.connect(database, config=config)
     try:
         clock.use(connection)
         for index, table in enumerate(dataset.tables):
             clock.check()
+            columns = ", ".join(f"CAST({quote_ident(c.name)} AS {STORED_AS[c.type]}) AS {quote_ident(c.name)}"
+                                for c in table.columns)
             try:
-                connection.execute(f"CREATE TABLE {quote_ident(table.name)} AS "
-                                   + _typed_select(table, queries[index], described[index]))
-            except duckdb.Error as exc:
-                raise RefusedError(_error_refusal(exc, index, table, state_dir, running=True)) from None
-    finally:
-        connection.close()
-    clock.check()
-    # The user's SQL is done. The build alone reopens the file to write the Parquet copies.
-    phase("parquet")
-    connection = duckdb.connect(database, config=_config(memory, threads, temp))
-    tables = []
-    try:
-        clock.use(connection)
-        for index, table in enumerate(dataset.tables):
-            clock.check()
-            target = os.path.join(path, f"{table.name}.parquet")
-            try:
-                connection.execute(f"COPY {quote_ident(table.name)} TO {quote_literal(target)} ({PARQUET_OPTIONS})")
-                rows = connection.execute(f"SELECT count(*) FROM {quote_ident(table.name)}").fetchone()[0]
+                connection.execute(f"CREATE TABLE {quote_ident(table.name)} AS SELECT {columns} "
+                                   f"FROM read_parquet({quote_literal(targets[index])})")
             except duckdb.InterruptException:
                 raise _Deadline from None
             except duckdb.Error as exc:      # the build's own statement: out of memory, the disk
-                raise RefusedError(_refusal("BUILD_ROWS_FAILED", index, table.name, "DuckDB failed writing its "
-                                            f"Parquet copy: {engine_message(exc, state_dir)}; nothing was written "
+                raise RefusedError(_refusal("BUILD_ROWS_FAILED", index, table.name, "DuckDB failed writing "
+                                            f"{DATABASE}: {engine_message(exc, state_dir)}; nothing was written "
                                             "(raise --memory-limit)", "D-71, D-72")) from None
-            tables.append({
-                "name": table.name, "rows": int(rows), "file": f"{table.name}.parquet",
-                "columns": [{"name": c.name, "declared": c.type, "select_type": actual[1], "stored_type": STORED_AS[c.type]}
-                            for c, actual in zip(table.columns, described[index])],
-            })
         try:
             connection.execute("CHECKPOINT")
         except duckdb.InterruptException:
             raise _Deadline from None
     finally:
         connection.close()
+
+
+def _write(dataset, path, inputs, queries, described, identity, threads, memory, state_dir, clock, phase) -> dict:
+    database = os.path.join(path, DATABASE)
+    temp = os.path.join(path, TEMP)
+    targets = [os.path.join(path, f"{table.name}.parquet") for table in dataset.tables]
+    phase("tables")
+    try:
+        counts = _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir,
+                                clock, LINE_BYTES)
+    except _LongRow:
+        for target in targets:
+            if os.path.exists(target):
+                os.remove(target)
+        counts = _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir,
+                                clock, LONG_LINE_BYTES)
     clock.check()
+    # The user's SQL is done. The build alone makes the database file from the Parquet files.
+    phase("database")
+    _write_database(dataset, database, targets, threads, memory, temp, state_dir, clock)
+    clock.check()
+    tables = [{
+        "name": table.name, "rows": counts[index], "file": f"{table.name}.parquet",
+        "columns": [{"name": c.name, "declared": c.type, "select_type": actual[1], "stored_type": STORED_AS[c.type]}
+                    for c, actual in zip(table.columns, described[index])],
+    } for index, table in enumerate(dataset.tables)]
     shutil.rmtree(temp, ignore_errors=True)
     files = {}
     for name in sorted(os.listdir(path)):

@@ -79,10 +79,11 @@ def summary(result, state_dir: str, seconds: float) -> str:
                    "the build goes to DIR/build/, DIR/build/current names the latest.")
 @click.option("--memory-limit", default=None, metavar="SIZE",
               help="DuckDB's memory limit (e.g. 1GB, 512MiB); beyond it DuckDB spills to the build's temporary "
-                   "directory.  [default: twice the relations' size, at least 512 MiB, at most 4 GiB and half "
-                   "the machine's memory]")
+                   "directory.  [default: one and a half times the relations' size, at least 256 MiB, at most "
+                   "4 GiB and half the machine's memory]")
 @click.option("--threads", type=click.IntRange(min=1, max=256), default=None,
-              help="DuckDB's threads.  [default: the CPU count, at most 8]")
+              help="DuckDB's threads.  [default: the CPU count, at most 8, and at most one per 512 MiB of the "
+                   "default memory limit]")
 @click.option("--keep", type=click.IntRange(min=1), default=2, show_default=True, help="Builds kept in DIR/build/.")
 @click.option("--force", is_flag=True, help="Build even when the inputs and tables are those of the current build.")
 @click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",

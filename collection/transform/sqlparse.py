@@ -50,17 +50,43 @@ _TOKEN = re.compile(r"""
   | (?P<number>(?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
   | (?P<ident>[^\W\d][\w$]*)
   | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,.;<>=\[\]{}:|&^~!?@$\#])
+  | (?P<bad>.)
 """, re.VERBOSE | re.DOTALL)
+_new_token = tuple.__new__       # Token(...) without NamedTuple's Python-level __new__ (the hot path)
 
 
 def tokenize(sql: str) -> list[Token]:
     tokens: list[Token] = []
     append = tokens.append
-    i, n = 0, len(sql)
-    match = _TOKEN.match
-    while i < n:
-        m = match(sql, i)
-        if m is None:
+    n = len(sql)
+    # `bad` is last and matches any one character, so finditer leaves no gap: each match starts
+    # where the previous ended, and `bad` is exactly where no token can start
+    for m in _TOKEN.finditer(sql):
+        kind = m.lastgroup
+        if kind == "ws" or kind == "line" or kind == "block":
+            continue
+        i, j = m.span()
+        if kind == "ident":
+            text = m.group()
+            append(_new_token(Token, ("ident", text, text.lower(), i, j)))
+        elif kind == "op":
+            text = m.group()
+            append(_new_token(Token, ("op", text, text, i, j)))
+        elif kind == "number":
+            if j < n and (sql[j].isalnum() or sql[j] == "_"):
+                raise ParseError("unsupported", f"the number {sql[i:j + 1]!r}… (a number must not run into a name)", i)
+            text = m.group()
+            append(_new_token(Token, ("number", text, text, i, j)))
+        elif kind == "string":
+            text = m.group()
+            append(_new_token(Token, ("string", text, text[1:-1].replace("''", "'"), i, j)))
+        elif kind == "qident":
+            text = m.group()
+            value = text[1:-1].replace('""', '"')
+            if value == "":
+                raise ParseError("syntax", "an empty quoted identifier", i)
+            append(_new_token(Token, ("qident", text, value, i, j)))
+        else:
             if sql.startswith("/*", i):
                 raise ParseError("syntax", "a /* comment is never closed", i)
             if sql[i] == "'":
@@ -68,29 +94,6 @@ def tokenize(sql: str) -> list[Token]:
             if sql[i] == '"':
                 raise ParseError("syntax", "a quoted identifier is never closed", i)
             raise ParseError("syntax", f"the character {sql[i]!r} has no meaning here", i)
-        kind = m.lastgroup
-        j = m.end()
-        if kind == "ident":
-            text = m.group()
-            append(Token("ident", text, text.lower(), i, j))
-        elif kind == "op":
-            text = m.group()
-            append(Token("op", text, text, i, j))
-        elif kind == "number":
-            if j < n and (sql[j].isalnum() or sql[j] == "_"):
-                raise ParseError("unsupported", f"the number {sql[i:j + 1]!r}… (a number must not run into a name)", i)
-            text = m.group()
-            append(Token("number", text, text, i, j))
-        elif kind == "string":
-            text = m.group()
-            append(Token("string", text, text[1:-1].replace("''", "'"), i, j))
-        elif kind == "qident":
-            text = m.group()
-            value = text[1:-1].replace('""', '"')
-            if value == "":
-                raise ParseError("syntax", "an empty quoted identifier", i)
-            append(Token("qident", text, value, i, j))
-        i = j
     append(Token("eof", "", "", n, n))
     return tokens
 
@@ -328,26 +331,44 @@ TYPE_NAMES = {
 }
 
 
+# every token a precedence level from or_expr down to multiplicative consumes or refuses after an
+# operand (Parser.expr's fast path); a superset is harmless, a missing one would change the tree
+_CONTINUES = frozenset((
+    "or", "and", "is", "not", "like", "ilike", "in", "between", "similar", "glob", "isnull", "notnull",   # words
+    "=", "==", "<>", "!=", "<", "<=", ">", ">=", "~~", "!~~", "||", "+", "-", "*", "/", "//", "%",    # operators
+    "**", "^", "&", "|", "<<", ">>", "->", "@", "~",
+))
+
+
+# the words Parser.primary treats otherwise than as a column or a function name
+_PRIMARY_WORDS = RESERVED | {
+    "true", "false", "null", "case", "cast", "try_cast", "date", "timestamp", "timestamptz", "interval", "exists",
+    "extract", "substring", "current_date", "current_timestamp", "current_time", "localtimestamp",
+}
+
+
 class Parser:
     def __init__(self, sql: str):
         self.sql = sql
         self.toks = tokenize(sql)
         self.i = 0
+        self.tok: Token = self.toks[0]       # always self.toks[self.i]: set by next() and _seek()
         self.depth = 0
         self.parens: set[tuple[int, int]] = set()
 
     # -- token helpers
-    @property
-    def tok(self) -> Token:
-        return self.toks[self.i]
+    def _seek(self, i: int) -> None:
+        self.i = i
+        self.tok = self.toks[i]
 
     def peek(self, k: int = 1) -> Token:
         return self.toks[min(self.i + k, len(self.toks) - 1)]
 
     def next(self) -> Token:
-        t = self.toks[self.i]
+        t = self.tok
         if t.kind != "eof":
             self.i += 1
+            self.tok = self.toks[self.i]
         return t
 
     def is_word(self, *words: str, tok: Token | None = None) -> bool:
@@ -355,7 +376,8 @@ class Parser:
         return t.kind == "ident" and t.value in words
 
     def is_op(self, *ops: str) -> bool:
-        return self.tok.kind == "op" and self.tok.value in ops
+        t = self.tok
+        return t.kind == "op" and t.value in ops
 
     def accept_word(self, *words: str) -> Token | None:
         if self.is_word(*words):
@@ -665,26 +687,39 @@ class Parser:
 
     # -- expressions
     def expr(self) -> Node:
-        self.enter(self.tok.pos)
-        e = self.or_expr()
+        t = self.tok
+        self.enter(t.pos)
+        if t.kind == "ident" and t.value == "not":
+            e = self.or_expr()
+        else:
+            # Most expressions are one operand (a column, a call, a cast) followed by a comma, a
+            # parenthesis, AS or FROM: each precedence level below would only pass it up. So the
+            # operand is parsed first, and the levels run only when a token any of them consumes
+            # or refuses follows (_CONTINUES); the tree and every error are the same either way.
+            e = self.unary()
+            nt = self.tok
+            if nt.value in _CONTINUES and nt.kind in ("op", "ident"):
+                e = self.or_expr(e)
         self.leave()
         return e
 
-    def or_expr(self) -> Node:
-        left = self.and_expr()
+    def or_expr(self, first: Node | None = None) -> Node:
+        left = self.and_expr(first)
         while self.accept_word("or"):
             right = self.and_expr()
             left = Binary(left.pos, right.end, "or", left, right)
         return left
 
-    def and_expr(self) -> Node:
-        left = self.not_expr()
+    def and_expr(self, first: Node | None = None) -> Node:
+        left = self.not_expr(first)
         while self.accept_word("and"):
             right = self.not_expr()
             left = Binary(left.pos, right.end, "and", left, right)
         return left
 
-    def not_expr(self) -> Node:
+    def not_expr(self, first: Node | None = None) -> Node:
+        if first is not None:
+            return self.predicate(first)
         t = self.tok
         if self.accept_word("not"):
             self.enter(t.pos)
@@ -693,8 +728,8 @@ class Parser:
             return Unary(t.pos, e.end, "not", e)
         return self.predicate()
 
-    def predicate(self) -> Node:
-        left = self.comparison()
+    def predicate(self, first: Node | None = None) -> Node:
+        left = self.comparison(first)
         while True:
             if self.is_word("is"):
                 self.next()
@@ -738,14 +773,14 @@ class Parser:
             elif self.is_word("similar", "glob", "isnull", "notnull"):
                 raise self.unsupported(self.tok.value.upper())
             else:
-                self.i = save
+                self._seek(save)
                 return left
 
     _CMP = ("=", "==", "<>", "!=", "<", "<=", ">", ">=")
     _CMP_FOLDED = ("=", "<>", "<", "<=", ">", ">=")
 
-    def comparison(self) -> Node:
-        left = self.concat()
+    def comparison(self, first: Node | None = None) -> Node:
+        left = self.concat(first)
         while self.is_op(*self._CMP):
             op = self.next().value
             op = {"==": "=", "!=": "<>"}.get(op, op)
@@ -759,24 +794,24 @@ class Parser:
             raise self.unsupported(f"the operator {self.tok.value}")
         return left
 
-    def concat(self) -> Node:
-        left = self.additive()
+    def concat(self, first: Node | None = None) -> Node:
+        left = self.additive(first)
         while self.is_op("||"):
             self.next()
             right = self.additive()
             left = Binary(left.pos, right.end, "||", left, right)
         return left
 
-    def additive(self) -> Node:
-        left = self.multiplicative()
+    def additive(self, first: Node | None = None) -> Node:
+        left = self.multiplicative(first)
         while self.is_op("+", "-"):
             op = self.next().value
             right = self.multiplicative()
             left = Binary(left.pos, right.end, op, left, right)
         return left
 
-    def multiplicative(self) -> Node:
-        left = self.unary()
+    def multiplicative(self, first: Node | None = None) -> Node:
+        left = self.unary() if first is None else first
         while self.is_op("*", "/", "//", "%"):
             op = self.next().value
             right = self.unary()
@@ -787,31 +822,35 @@ class Parser:
 
     def unary(self) -> Node:
         t = self.tok
-        if self.is_op("-", "+"):
-            self.next()
-            self.enter(t.pos)
-            e = self.unary()
-            self.leave()
-            return Unary(t.pos, e.end, t.value, e)
-        if self.is_op("~", "!", "@"):
-            raise self.unsupported(f"the operator {t.value}")
+        if t.kind == "op":
+            if t.value == "-" or t.value == "+":
+                self.next()
+                self.enter(t.pos)
+                e = self.unary()
+                self.leave()
+                return Unary(t.pos, e.end, t.value, e)
+            if t.value in ("~", "!", "@"):
+                raise self.unsupported(f"the operator {t.value}")
         return self.postfix()
 
     def postfix(self) -> Node:
         e = self.primary()
         while True:
-            if self.is_op("::"):
-                self.next()
-                ty = self.type_name()
-                e = Cast(e.pos, ty.end, e, ty, False)
-            elif self.is_op("["):
-                raise self.unsupported("subscripts [ … ]")
-            elif self.is_word("collate"):
-                raise self.unsupported("COLLATE")
-            elif self.is_word("at") and self.is_word("time", tok=self.peek()):
-                raise self.unsupported("AT TIME ZONE")
-            else:
-                return e
+            t = self.tok
+            if t.kind == "op":
+                if t.value == "::":
+                    self.next()
+                    ty = self.type_name()
+                    e = Cast(e.pos, ty.end, e, ty, False)
+                    continue
+                if t.value == "[":
+                    raise self.unsupported("subscripts [ … ]")
+            elif t.kind == "ident":
+                if t.value == "collate":
+                    raise self.unsupported("COLLATE")
+                if t.value == "at" and self.is_word("time", tok=self.peek()):
+                    raise self.unsupported("AT TIME ZONE")
+            return e
 
     def type_name(self) -> TypeName:
         t = self.tok
@@ -897,6 +936,8 @@ class Parser:
         if t.kind != "ident":
             raise self.syntax("expected an expression")
         w = t.value
+        if w not in _PRIMARY_WORDS:
+            return self.column_or_call()      # a column or a function call: no word below applies
         if w in ("true", "false"):
             self.next()
             return Literal(t.pos, t.end, "boolean", w)
@@ -925,7 +966,7 @@ class Parser:
             if ty and self.tok.kind == "string":
                 s = self.next()
                 return Literal(t.pos, s.end, "typed", s.value, "TIMESTAMP WITH TIME ZONE")
-            self.i = save
+            self._seek(save)
         if w == "interval":
             raise self.unsupported("INTERVAL", t.pos)
         if w == "exists":
@@ -1044,16 +1085,45 @@ def parse(sql: str) -> Query:
     return query
 
 
+_SCALAR_FIELDS = frozenset({"int", "str", "bool", "str | None", "int | None"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes or tuples of them, in field order."""
+    names = _CHILD_FIELDS.get(cls)
+    return names if names is not None else _child_fields(cls)
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes or tuples of them, in field order."""
+    import dataclasses
+
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.type not in _SCALAR_FIELDS)
+    _CHILD_FIELDS[cls] = names
+    return names
+
+
 def _check_depth(root: Node) -> None:
     """Refuse a tree deeper than MAX_TREE_DEPTH before anything walks it recursively. The parser
     builds a + b + c … and UNION ALL chains in loops, so their depth is bounded only here."""
     stack: list[tuple[object, int]] = [(root, 0)]
+    pop, push = stack.pop, stack.append
+    kinds = (Node, tuple)
     while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Node):
-            if depth > MAX_TREE_DEPTH:
-                raise ParseError("unsupported", f"an expression or query nested more than {MAX_TREE_DEPTH} levels "
-                                 "deep (each operator of a long chain counts)", node.pos)
-            stack.extend((v, depth + 1) for v in vars(node).values() if isinstance(v, (Node, tuple)))
-        elif isinstance(node, tuple):
-            stack.extend((v, depth) for v in node if isinstance(v, (Node, tuple)))
+        node, depth = pop()
+        if type(node) is tuple:
+            for v in node:
+                if isinstance(v, kinds):
+                    push((v, depth))
+            continue
+        if depth > MAX_TREE_DEPTH:
+            raise ParseError("unsupported", f"an expression or query nested more than {MAX_TREE_DEPTH} levels "
+                             "deep (each operator of a long chain counts)", node.pos)
+        depth += 1
+        fields = node.__dict__
+        names = _CHILD_FIELDS.get(type(node))
+        for name in names if names is not None else _child_fields(type(node)):
+            v = fields[name]
+            if isinstance(v, kinds):
+                push((v, depth))

@@ -229,7 +229,13 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
     source_keys = {s.lower() for s in sources}
 
     def walk(node, ctes: frozenset[str]) -> None:
-        if isinstance(node, P.Query):
+        kind = type(node)
+        if kind is tuple:
+            for value in node:
+                if isinstance(value, (P.Node, tuple)):
+                    walk(value, ctes)
+            return
+        if kind is P.Query:
             visible = set(ctes)
             for cte in node.ctes:
                 walk(cte.query, frozenset(visible))
@@ -239,14 +245,14 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
             for o in node.order_by:
                 walk(o, inner)
             return
-        if isinstance(node, P.TableRef):
+        if kind is P.TableRef:
             key = node.name.lower()
             if key not in ctes and key not in source_keys:
                 listed = ", ".join(names) if names else "none"
                 out.append(Problem("TRANSFORM_SQL_UNKNOWN_TABLE",
                                    f"{node.name!r} is not a source of the dataset (its sources: {listed})", node.pos))
             return
-        if isinstance(node, P.Func):
+        if kind is P.Func:
             if forbidden_function(node.name):
                 out.append(Problem("TRANSFORM_SQL_FORBIDDEN",
                                    f"the function {node.name}() reads outside the dataset (files, network, "
@@ -255,8 +261,9 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
                 out.append(Problem("TRANSFORM_SQL_UNSUPPORTED",
                                    f"the function {node.name}() is outside the typed subset (docs/transform.md "
                                    "lists the functions it knows)", node.pos))
-        values = vars(node).values() if isinstance(node, P.Node) else node
-        for value in values:
+        fields = node.__dict__
+        for name in P.child_fields(kind):
+            value = fields[name]
             if isinstance(value, (P.Node, tuple)):
                 walk(value, ctes)
 
@@ -903,10 +910,20 @@ class _Typer:
 
 
 def _has_agg(e) -> bool:
-    if isinstance(e, P.Func) and e.name in AGGREGATES:
+    kind = type(e)
+    if kind is tuple:
+        values = e
+    elif kind is P.Func and e.name in AGGREGATES:
         return True
-    values = vars(e).values() if isinstance(e, P.Node) else e if isinstance(e, tuple) else ()
-    return any(_has_agg(v) for v in values if isinstance(v, (P.Node, tuple)))
+    elif isinstance(e, P.Node):
+        fields = e.__dict__
+        values = [fields[name] for name in P.child_fields(kind)]
+    else:
+        return False
+    for v in values:
+        if isinstance(v, (P.Node, tuple)) and _has_agg(v):
+            return True
+    return False
 
 
 def _dedupe(cols: list[tuple[str, T]]) -> list[tuple[str, T]]:

@@ -1617,6 +1617,30 @@ treg("reg-transform-non-collection-source", "A table reading a source that is no
      tables_dataset(("decisions", "select page_id from notes", [("page_id", "string")]),
                     sources=[copy.deepcopy(EXAMPLE), feed_source()]),
      [("/tables/0/sql", "TABLE_SOURCE_NOT_COLLECTION")])
+treg("reg-transform-sql-syntax", "SQL that is not valid SQL (a string literal never closed) is refused before any engine sees it.",
+     ["PROV-16"],
+     tables_dataset(("decisions", "select page_id, 'open from council_decisions", [("page_id", "string")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_SYNTAX")])
+treg("reg-transform-sql-unsupported", "A construct outside the typed subset (a window function) is refused by name, not guessed at.",
+     ["PROV-16"],
+     tables_dataset(("decisions", "select page_id, row_number() over (order by page_id) as n from council_decisions",
+                     [("page_id", "string"), ("n", "integer")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_UNSUPPORTED")])
+treg("reg-transform-sql-type-error", "Every column arrives as VARCHAR: arithmetic on a bare provenance column is refused as the engine refuses it.",
+     ["PROV-16", "PROV-17"],
+     tables_dataset(("decisions", "select page_id, page_ordinal + 1 as next_ordinal from council_decisions",
+                     [("page_id", "string"), ("next_ordinal", "integer")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_TYPE_ERROR")])
+treg("reg-transform-sql-aggregate", "A column outside GROUP BY and every aggregate is refused.",
+     ["PROV-16"],
+     tables_dataset(("decisions", "select page_id, count(*) as pages from council_decisions",
+                     [("page_id", "string"), ("pages", "integer")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_AGGREGATE")])
+treg("reg-transform-sql-unnamed-column", "A select item that is neither a column nor named with AS is refused: each declared column is a named result column.",
+     ["PROV-21"],
+     tables_dataset(("decisions", "select page_id, length(story) from council_decisions",
+                     [("page_id", "string"), ("story_characters", "integer")])),
+     [("/tables/0/sql", "TRANSFORM_SQL_UNNAMED_COLUMN")])
 
 # --- refusals -----------------------------------------------------------------------------
 case("refusals", "ref-discovery-failed", "Listing fails on a first run: COLLECTION_DISCOVERY_FAILED, and a later run starts as if nothing had been written.",
