@@ -108,6 +108,10 @@ _WIDGET_FORM = 200
 _CARD = 600
 # Prose held directly by one element that makes it an article's body rather than a box's blurb.
 _ARTICLE = 500
+# Block tags the walk collects: landmarks (the <h1> and <main> anchor the story; a <form> may be a widget)
+# and the headings that may lead teaser cards.
+_LANDMARKS = frozenset(("form", "h1", "main"))
+_HEADINGS = frozenset(("h2", "h3", "h4", "h5", "h6"))
 # An element's whole text (what lxml.html's text_content() is; the tree's elements are plain etree ones).
 _string = etree.XPath("string()")
 
@@ -126,30 +130,26 @@ def main_text(root: Any) -> str:
     body = root.find("body")
     if body is None:
         body = root
-    etree.strip_elements(body, *_INVISIBLE, with_tail=False)
+    etree.strip_elements(body, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False)
     strength = _cookie_boxes(body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
-    owners: dict = {}
-    blocks = _blocks(body, owners)
+    blocks, marked, landmarks, headings = _walk(body)
     if not blocks:
         return ""
     mains = []
-    for element in body.iterdescendants(etree.Element):  # a walk, where an XPath predicate costs three
-        keys = element.keys()
-        if _MARKS.isdisjoint(keys):
-            continue
-        level = _is_boilerplate(element, keys)
+    for element in marked:
+        level = _is_boilerplate(element, element.keys())
         if level:
             strength.setdefault(element, level)
         elif element.get("role") == "main":
             mains.append(element)
     anchors = []
-    for element in body.iter("form", "h1", "main"):
+    for element in landmarks:
         if element.tag != "form":
             anchors.append(element)
         elif element not in strength and _weight(_string(element)) < _WIDGET_FORM:
             strength[element] = 1
-    for grid in _teaser_grids(body, blocks):
+    for grid in _teaser_grids(headings, blocks):
         strength.setdefault(grid, 1)
     # A boilerplate name around the page's <h1> or <main> names the layout ("with-sidebar",
     # "sticky-sidebar"), not a box beside the story: it does not damp.
@@ -187,16 +187,13 @@ def main_text(root: Any) -> str:
     main = next((element for element in anchors if element.tag == "main"), mains[0] if mains else None)
     container = _container(body, main, fitness, chains)
     around = set(chains.get(container, ()))
-    removed = [element for element, level in strength.items()
-               if level == 2 or (level == 1 and element not in kept and element not in around)]
-    for element in removed:  # in the same order for the same page, so the text left behind is the same
-        if element.getparent() is not None:
-            _remove_keep_tail(element)
+    removed = {element for element, level in strength.items()
+               if level == 2 or (level == 1 and element not in kept and element not in around)}
     # A caption describes a picture: beside an article's paragraphs it is an aside (and no
     # article-extraction truth keeps it); on a page that is mostly the picture it is the story.
     captions = not any(stats[0] >= _PROSE and stats[1] * 3 < stats[0] and block.tag != "figcaption"
                        and container in chains[block] for block, stats in blocks.items())
-    return _emit(container, blocks, owners, captions)
+    return _emit(container, blocks, captions, removed)
 
 
 def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
@@ -242,10 +239,11 @@ def _cookie_boxes(body: Any) -> dict:
     return found
 
 
-def _teaser_grids(body: Any, blocks: dict) -> list:
-    """Parents of two or more teaser cards: a card is led by a headline linking elsewhere."""
+def _teaser_grids(headings: list, blocks: dict) -> list:
+    """Parents of two or more teaser cards: a card is led by a headline linking elsewhere (`headings`: the
+    page's <h2>-<h6>, in document order)."""
     cards: dict = {}
-    for block in body.iter("h2", "h3", "h4", "h5", "h6"):
+    for block in headings:
         length, links, *_ = blocks.get(block) or (0, 0)
         if links < length or not length:
             continue
@@ -411,54 +409,57 @@ def _word_strength(word: str) -> int:
     return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) or _NEGATIVE_NAMES.search(word) else 0
 
 
-def _remove_keep_tail(element: Any) -> None:
-    parent = element.getparent()
-    tail = element.tail
-    if tail:
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
+def _walk(body: Any) -> tuple[dict, list, list, list]:
+    """The page's blocks, and (in document order) the elements below `body` with an attribute that can name
+    them (_MARKS), its <form>, <h1> and <main> elements, and its <h2>-<h6>: one walk over the tree, since
+    every further walk costs about a tenth of the parse however little it does at each element.
 
-
-def _block_of(text: Any, owners: dict) -> tuple[Any, int]:
-    """The nearest block-level element owning a text node, and whether the text is a link's:
-    0 no, 1 a link, 2 a link to a document (content, not navigation). `owners` remembers the
-    answer per starting element, which both passes over the text (scoring, emitting) share."""
-    start = text.getparent()
-    if text.is_tail:  # a tail belongs to the element's parent, not to the element
-        start = start.getparent()
-    found = owners.get(start)
-    if found is None:
-        element = start
-        link = 0
-        while element is not None and element.tag not in _BLOCK:
-            if element.tag == "a" and not link:
-                link = 2 if _DOCUMENT.search(element.get("href") or "") else 1
-            element = element.getparent()
-        found = owners[start] = (element, link)
-    return found
-
-
-def _blocks(body: Any, owners: dict) -> dict:
-    """Block element -> [weight, link weight, last text, whether any text had a space, whether it links a document]."""
+    Blocks: block element -> [weight, link weight, last text, whether any text had a space, whether it
+    links a document]. A text belongs to the nearest block-level element holding it (a tail to its
+    element's parent's), and is a link's when an `<a>` lies between (a document's link counts as content)
+    or a link holds the block (<a><h3>headline</h3></a>, card teasers). Each open element's answer is kept
+    on a stack, where asking per text node would climb the tree each time."""
     blocks: dict = {}
-    # Blocks inside a link (<a><h3>headline</h3></a>, card teasers) are link text too.
-    linked = set(body.xpath(".//a//*"))
-    for text in body.xpath(".//text()"):
+    marked: list = []
+    landmarks: list = []
+    headings: list = []
+    stack: list = []  # per open element: (its text's block, link kind 0/1/2, whether it is inside a link)
+    for event, element in etree.iterwalk(body, events=("start", "end")):
+        if event == "start":
+            tag = element.tag
+            if stack:
+                block, link, inside = stack[-1]
+                if not _MARKS.isdisjoint(element.keys()):
+                    marked.append(element)
+            else:
+                block, link, inside = None, 0, False
+            if tag in _BLOCK:
+                owner = (element, 1 if inside else 0, inside)
+                if tag in _LANDMARKS:
+                    landmarks.append(element)
+                elif tag in _HEADINGS:
+                    headings.append(element)
+            elif tag == "a":
+                owner = (block, 2 if _DOCUMENT.search(element.get("href") or "") else 1, True)
+            else:
+                owner = (block, link, inside)
+            stack.append(owner)
+            text = element.text
+        else:
+            stack.pop()
+            if not stack:
+                break  # the body's own tail is not in it
+            owner = stack[-1]
+            text = element.tail
+        if not text:
+            continue
         stripped = text.strip()
         if not stripped:
             continue
         length = len(stripped)
         if not stripped.isascii():
             length += 2 * len(_WIDE.findall(stripped))
-        block, link = _block_of(text, owners)
-        if block is None:
-            continue
-        if not link and linked and block in linked:
-            link = 1
+        block, link, _ = owner
         entry = blocks.get(block)
         if entry is None:
             entry = blocks[block] = [0, 0, "", False, False]
@@ -470,22 +471,53 @@ def _blocks(body: Any, owners: dict) -> dict:
         entry[2] = text
         if not entry[3] and " " in stripped:
             entry[3] = True
-    return blocks
+    return blocks, marked, landmarks, headings
 
 
-def _emit(container: Any, blocks: dict, owners: dict, captions: bool) -> str:
+def _joins_break(element: Any, removed: set) -> bool:
+    """Whether a left-out element's tail starts a line: it does when it follows a <br> with nothing shown
+    between (the tail then reads as the <br>'s own)."""
+    previous = element.getprevious()
+    while previous is not None and previous in removed and not (previous.tail or "").strip():
+        previous = previous.getprevious()
+    return previous is not None and previous.tag == "br" and not (previous.tail or "").strip()
+
+
+def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
+    """The container's text, block by block; what is inside a `removed` element is left out, its tail kept."""
     lines: list[str] = []
     current: list[str] = []
     owner = None
-    for text in container.xpath(".//text()"):
-        block, _ = _block_of(text, owners)
+    outer = container  # the block the container's own text belongs to (as _walk saw it)
+    while outer is not None and outer.tag not in _BLOCK:
+        outer = outer.getparent()
+    stack: list = []  # per open element: its text's block
+    walk = etree.iterwalk(container, events=("start", "end"))
+    for event, element in walk:
+        if event == "start":
+            block = element if element.tag in _BLOCK else stack[-1] if stack else outer
+            stack.append(block)
+            if element in removed and element is not container:  # (a container set aside is still read)
+                walk.skip_subtree()  # its end still comes, with its tail
+                continue
+            text = element.text
+            after_break = False
+        else:
+            stack.pop()
+            if not stack:
+                break
+            block = stack[-1]
+            text = element.tail
+            after_break = element.tag == "br" or element in removed and _joins_break(element, removed)
+        if not text:
+            continue
         stats = blocks.get(block)
         # Left out: link lists inside the story (related links, tags, share bars), the <h1>,
         # which is the page's title (its own column) rather than its story, and captions beside prose.
         if (stats is None or (stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP) or block.tag == "h1"
                 or not captions and block.tag == "figcaption"):
             continue
-        if block is not owner or (text.is_tail and text.getparent().tag == "br"):
+        if block is not owner or after_break:
             if block is not owner and not text.strip():
                 continue  # whitespace before a block's first word is layout
             if current:
