@@ -137,11 +137,11 @@ def main_text(root: Any) -> str:
     if not blocks:
         return ""
     mains = []
-    for element in marked:
-        level = _is_boilerplate(element, element.keys())
+    for element, keys in marked:
+        level = _is_boilerplate(element, keys)
         if level:
             strength.setdefault(element, level)
-        elif element.get("role") == "main":
+        elif "role" in keys and element.get("role") == "main":
             mains.append(element)
     anchors = []
     for element in landmarks:
@@ -351,10 +351,14 @@ def _is_boilerplate(element: Any, keys: list) -> int:
         style = element.get("style")
         if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
             return 2
-    names = f"{element.get('class') or ''} {element.get('id') or ''}"
+    # (An attribute the element lacks is not asked for: each get costs as much as the rest of this check.
+    # A class alone is its own key: its words' verdict is the same with or without the id's empty words.)
+    names = element.get("class") or "" if "class" in keys else ""
+    if "id" in keys:
+        names = f"{names} {element.get('id') or ''}"
     strength = _NAMES.get(names)
     if strength is None:
-        strength = _name_strength(names) if names != " " else 0
+        strength = _name_strength(names) if names.strip() else 0
         if len(_NAMES) >= _REMEMBER:
             _NAMES.clear()
         _NAMES[names] = strength
@@ -429,8 +433,9 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
             tag = element.tag
             if stack:
                 block, link, inside = stack[-1]
-                if not _MARKS.isdisjoint(element.keys()):
-                    marked.append(element)
+                keys = element.keys()
+                if keys and not _MARKS.isdisjoint(keys):
+                    marked.append((element, keys))
             else:
                 block, link, inside = None, 0, False
             if tag in _BLOCK:
@@ -474,6 +479,21 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
     return blocks, marked, landmarks, headings
 
 
+# How a block's text is emitted: left out, as it is, as a list item, as preformatted lines.
+_OMIT, _PLAIN, _ITEM, _PRE = 0, 1, 2, 3
+
+
+def _kind(block: Any, stats: list | None, captions: bool) -> int:
+    """Left out: link lists inside the story (related links, tags, share bars), the <h1>, which is the
+    page's title (its own column) rather than its story, and captions beside prose."""
+    if stats is None or stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP:
+        return _OMIT
+    tag = block.tag
+    if tag == "h1" or not captions and tag == "figcaption":
+        return _OMIT
+    return _ITEM if tag == "li" else _PRE if tag == "pre" else _PLAIN
+
+
 def _joins_break(element: Any, removed: set) -> bool:
     """Whether a left-out element's tail starts a line: it does when it follows a <br> with nothing shown
     between (the tail then reads as the <br>'s own)."""
@@ -492,6 +512,7 @@ def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
     while outer is not None and outer.tag not in _BLOCK:
         outer = outer.getparent()
     stack: list = []  # per open element: its text's block
+    kinds: dict = {}  # block -> how its text is emitted (a tag is a new string each time it is asked)
     walk = etree.iterwalk(container, events=("start", "end"))
     for event, element in walk:
         if event == "start":
@@ -511,22 +532,21 @@ def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
             after_break = element.tag == "br" or element in removed and _joins_break(element, removed)
         if not text:
             continue
-        stats = blocks.get(block)
-        # Left out: link lists inside the story (related links, tags, share bars), the <h1>,
-        # which is the page's title (its own column) rather than its story, and captions beside prose.
-        if (stats is None or (stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP) or block.tag == "h1"
-                or not captions and block.tag == "figcaption"):
+        kind = kinds.get(block)
+        if kind is None:
+            kind = kinds[block] = _kind(block, blocks.get(block), captions)
+        if not kind:
             continue
         if block is not owner or after_break:
             if block is not owner and not text.strip():
                 continue  # whitespace before a block's first word is layout
             if current:
                 lines.append("".join(current))
-            current = ["- "] if block.tag == "li" and block is not owner else []
+            current = ["- "] if kind == _ITEM and block is not owner else []
             owner = block
         # Line breaks inside a text node are layout (but in <pre>); other runs of whitespace
         # are collapsed by normalize_block, so a printable node needs no work here.
-        current.append(text if block.tag == "pre" or text.isprintable() else _SPACE.sub(" ", text))
+        current.append(text if kind == _PRE or text.isprintable() else _SPACE.sub(" ", text))
     if current:
         lines.append("".join(current))
     story = normalize_block("\n".join(lines))
