@@ -434,7 +434,9 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
             if stack:
                 block, link, inside = stack[-1]
                 keys = element.keys()
-                if keys and not _MARKS.isdisjoint(keys):
+                # (Most such elements have a class alone, already known to name nothing: not listed.)
+                if keys and not _MARKS.isdisjoint(keys) and (
+                        len(keys) > 1 or keys[0] != "class" or _NAMES.get(element.get("class") or "", 1)):
                     marked.append((element, keys))
             else:
                 block, link, inside = None, 0, False

@@ -19,6 +19,8 @@ import json
 from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import urljoin
 
+from lxml import etree
+
 from collection.readers.base import ReaderFailure, Rows, reader
 from collection.readers.extract_engine import main_text, shows_text
 from collection.readers.text import block_text, inline_text, normalize, normalize_block, parse_html
@@ -162,12 +164,18 @@ def _found(root: Any, meta: dict[tuple[str, str], str], ld: _JsonLd, name: str, 
             if element.get("datetime") and (name == "published_at" or "updated" in (element.get("class") or "")):
                 return normalize(element.get("datetime"))
     if name == "author":
-        for element in root.iter("a", "span", "div", "p"):
-            if "author" in (element.get("rel") or "").split() or element.get("itemprop") == "author":
-                text = inline_text(element)
-                if text:
-                    return text
+        for element in _AUTHOR_ELEMENTS(root):
+            text = inline_text(element)
+            if text:
+                return text
     return ""
+
+
+# An element that names the author (rel="author" among its rel words, or itemprop="author"), found inside
+# libxml2: asking each <a>, <span>, <div> and <p> from Python cost a third of the metadata's time.
+_AUTHOR_ELEMENTS = etree.XPath(
+    "//*[self::a or self::span or self::div or self::p]"
+    "[contains(concat(' ', normalize-space(@rel), ' '), ' author ') or @itemprop = 'author']")
 
 
 def _json_ld_objects(root: Any) -> Iterable[dict]:
