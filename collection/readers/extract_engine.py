@@ -151,6 +151,8 @@ def main_text(root: Any) -> str:
             strength[element] = 1
     for grid in _teaser_grids(headings, blocks):
         strength.setdefault(grid, 1)
+    for element in _comment_sections(headings):
+        strength.setdefault(element, 1)
     # A boilerplate name around the page's <h1> or <main> names the layout ("with-sidebar",
     # "sticky-sidebar"), not a box beside the story: it does not damp.
     for anchor in anchors[:8]:  # the page's own few; a hostile page may nest thousands
@@ -164,14 +166,22 @@ def main_text(root: Any) -> str:
     # holding the most prose (readability's parent/grandparent vote), which is the article
     # body on nearly every page. Inside something named as boilerplate every value counts a
     # tenth, so comments or teasers longer than a short notice do not outvote it.
+    # An element directly holding an article's worth of prose (_ARTICLE) is damped less, by the square
+    # root (a third per name): a blog post inside "widget Blog" outvotes the blog's one-paragraph
+    # description, while a short notice still outvotes the cards and comments below it.
     votes: dict = {}
     prose: dict = {}
     for block, value in values.items():
         if value > 0:
-            for weight, element in zip((1.0, 0.5), chains[block][1:3]):
-                votes[element] = votes.get(element, 0) + weight * value * damp[block]
             for element in chains[block][1:2]:
                 prose[element] = prose.get(element, 0) + value
+    for block, value in values.items():
+        if value > 0:
+            for weight, element in zip((1.0, 0.5), chains[block][1:3]):
+                factor = damp[block]
+                if factor < 1 and prose.get(element, 0) >= _ARTICLE:
+                    factor **= 0.5
+                votes[element] = votes.get(element, 0) + weight * value * factor
     core = max(votes, key=votes.__getitem__) if votes else None
     kept = set(chains.get(core, ()))
     # What holds a core of several paragraphs is not boilerplate, whatever its name ("widget Blog"
@@ -257,6 +267,25 @@ def _teaser_grids(headings: list, blocks: dict) -> list:
         cards.setdefault(card.getparent(), []).append(card)
     return [grid for grid, members in cards.items()
             if len(members) >= 2 and all(_weight(_string(card)) < _CARD for card in members)]
+
+
+# A heading that announces readers' comments ("Comments", "12 Responses", "Leave a reply"), in a few languages.
+_COMMENTS_HEADING = re.compile(
+    r"(?:\d+\s+|reader\s+)?(?:comments?|responses?|replies|kommentare?|commentaires?|comentarios?|commenti)"
+    r"(?:\s*\(\d+\))?|(?:leave|post|add|write|submit)\s+(?:a|your)\s+(?:comment|reply|response)", re.I)
+
+
+def _comment_sections(headings: list) -> list:
+    """What follows a heading that announces comments, up to the end of its parent: each element after it
+    is named as boilerplate (the heading itself, too), however the page names them (an unnamed <div>
+    per comment under "COMMENTS"). Its parent is not: it may hold the article above the heading."""
+    found = []
+    for heading in headings:
+        text = _string(heading).strip().rstrip(":.").strip()
+        if len(text) < 40 and _COMMENTS_HEADING.fullmatch(text):
+            found.append(heading)
+            found.extend(heading.itersiblings())
+    return found
 
 
 def _weight(text: str) -> int:
