@@ -80,7 +80,7 @@ _POSITIVE = re.compile(r"article-?body|articlebody|story-?body|post-?body|entry-
                        r"article-?content|story-?content|article-?text|body-?text|main-?content|content-?body",
                        re.I)
 # Names of an article's information line (CMS "article-info": author, category, hits).
-_NEGATIVE_NAMES = re.compile(r"article-?info", re.I)
+_NEGATIVE_NAMES = re.compile(r"article-?info|^[a-z]*(?:header|footer|sidebar|navbar|toolbar|masthead|breadcrumb)[a-z]*$")
 # Lines that label a slot rather than say anything (ad placeholders left in the text flow).
 _LABELS = frozenset({"advertisement", "advert", "ad", "ads", "sponsored", "story continues below advertisement",
                      "article continues below advertisement", "continue reading below", "skip advertisement"})
