@@ -275,6 +275,17 @@ def test_a_blog_post_inside_a_boilerplate_named_widget_is_read_beside_the_blogs_
     assert all(f"The barn, part {i}." in story for i in range(8))  # (the description may stay beside it)
 
 
+def test_an_unclosed_header_that_swallows_the_page_does_not_take_the_story_with_it_issue_27() -> None:
+    # The template never closes its <header>, so the parser nests the whole page inside it.
+    article = "".join(f"<p>{PROSE}Part {i}.</p>" for i in range(4))
+    page = (f"<html><body><header><div class='logo'><a href='/'>Site</a></div><div class='content'>"
+            f"<h1>A story</h1>{article}</div></body></html>")
+    assert all(f"Part {i}." in run({}, page).rows[0][1] for i in range(4))
+    # A page header of its own size is still dropped.
+    closed = f"<html><body><header><p>{PROSE}Site slogan.</p></header><main><h1>A story</h1>{article}</main></body></html>"
+    assert "Site slogan." not in run({}, closed).rows[0][1]
+
+
 def test_title_skips_an_svg_icons_title_when_the_heads_title_is_empty() -> None:
     page = ("<html><head><title></title></head><body><a href='/'><svg><title>Logo icon</title></svg></a>"
             "<h1>Bin collection days</h1><p>Collections move by one day after a bank holiday.</p></body></html>")

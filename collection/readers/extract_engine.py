@@ -132,6 +132,7 @@ def main_text(root: Any) -> str:
         body = root
     etree.strip_elements(body, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False)
     strength = _cookie_boxes(body)
+    _unwrap_swallowing_landmarks(body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
     blocks, marked, landmarks, headings = _walk(body)
     if not blocks:
@@ -204,6 +205,27 @@ def main_text(root: Any) -> str:
     captions = not any(stats[0] >= _PROSE and stats[1] * 3 < stats[0] and block.tag != "figcaption"
                        and container in chains[block] for block, stats in blocks.items())
     return _emit(container, blocks, captions, removed)
+
+
+_OUTER_HEADERS = etree.XPath(".//*[self::header or self::footer][not(ancestor::header or ancestor::footer)]")
+
+
+def _unwrap_swallowing_landmarks(body: Any) -> None:
+    """A <header> or <footer> holding most of the page's text is neither: libxml2, which knows no HTML5
+    elements, nests the rest of the page inside one that a template left open. It is read as a <div>
+    rather than dropped with the story in it. (An <aside> or <nav> holding most of it is left alone: a
+    long sidebar beside a short post is one.)"""
+    landmarks = _OUTER_HEADERS(body)
+    if not landmarks:
+        return
+    whole = None
+    for element in landmarks:
+        length = len(_string(element))
+        if length >= _ARTICLE:
+            if whole is None:
+                whole = len(_string(body))
+            if length * 3 >= whole * 2:
+                element.tag = "div"
 
 
 def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
