@@ -131,8 +131,10 @@ def main_text(root: Any) -> str:
     if body is None:
         body = root
     etree.strip_elements(body, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False)
-    strength = _cookie_boxes(body)
-    _unwrap_swallowing_landmarks(body)
+    # One walk finds the controls (for consent banners) and the headers and footers (for _unwrap).
+    found = list(body.iter("button", "input", "header", "footer"))
+    strength = _cookie_boxes([element for element in found if element.tag in ("button", "input")])
+    _unwrap([element for element in found if element.tag in ("header", "footer")], body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
     blocks, marked, landmarks, headings = _walk(body)
     if not blocks:
@@ -207,17 +209,11 @@ def main_text(root: Any) -> str:
     return _emit(container, blocks, captions, removed)
 
 
-_OUTER_HEADERS = etree.XPath(".//*[self::header or self::footer][not(ancestor::header or ancestor::footer)]")
-
-
-def _unwrap_swallowing_landmarks(body: Any) -> None:
+def _unwrap(landmarks: list, body: Any) -> None:
     """A <header> or <footer> holding most of the page's text is neither: libxml2, which knows no HTML5
     elements, nests the rest of the page inside one that a template left open. It is read as a <div>
     rather than dropped with the story in it. (An <aside> or <nav> holding most of it is left alone: a
     long sidebar beside a short post is one.)"""
-    landmarks = _OUTER_HEADERS(body)
-    if not landmarks:
-        return
     whole = None
     for element in landmarks:
         length = len(_string(element))
@@ -246,13 +242,13 @@ _CONSENT = re.compile(r"accept|agree|consent|allow|reject|polic|privacy|setting|
                       r"akzept|zustimm|einverstanden|datenschutz|accepter|refuser|aceptar|rechazar|accett|rifiut")
 
 
-def _cookie_boxes(body: Any) -> dict:
+def _cookie_boxes(controls: list) -> dict:
     """A box with a button that asks about cookies is a consent banner, whatever its name:
     the button's own box, or the one around its button group (never a bigger one, so a short
     page that merely holds the banner is not taken for it)."""
     found: dict = {}
     seen = set()  # each box's text is read once, however many buttons share it (a hostile page has thousands)
-    for control in body.iter("button", "input"):
+    for control in controls:
         if control.tag == "input" and control.get("type") not in ("button", "submit"):
             continue
         box = control.getparent()
