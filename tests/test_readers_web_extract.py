@@ -259,6 +259,10 @@ def test_comments_under_a_heading_that_announces_them_are_left_out_however_they_
     page = f"<html><body><div><h1>Post</h1>{article}<h3>12 Comments</h3>{comments}</div></body></html>"
     story = run({}, page).rows[0][1]
     assert "Paragraph 2." in story and "wrote this" not in story and "12 Comments" not in story
+    # The heading alone in a box of its own announces what follows the box.
+    boxed = f"<html><body><div><h1>Post</h1>{article}<div class='form'><h2>Comments</h2></div>{comments}</div></body></html>"
+    story = run({}, boxed).rows[0][1]
+    assert "Paragraph 2." in story and "wrote this" not in story
     # A heading that merely mentions responses names a section of the story, not its comments.
     consultation = f"<h2>Responses to the consultation</h2><p>{PROSE}Most responses agreed.</p>"
     kept = run({}, f"<html><body><div><h1>Report</h1>{article}{consultation}</div></body></html>").rows[0][1]

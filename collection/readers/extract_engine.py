@@ -302,7 +302,15 @@ def _comment_sections(headings: list) -> list:
         text = _string(heading).strip().rstrip(":.").strip()
         if len(text) < 40 and _COMMENTS_HEADING.fullmatch(text):
             found.append(heading)
-            found.extend(heading.itersiblings())
+            # A heading alone in its box (<div class="commentform"><h2>Comments</h2></div>) announces what
+            # follows the box: up to three such boxes are climbed.
+            section = heading
+            for _ in range(3):
+                parent = section.getparent()
+                if section.getnext() is not None or parent is None or parent.getparent() is None:
+                    break
+                section = parent
+            found.extend(section.itersiblings())
     return found
 
 
