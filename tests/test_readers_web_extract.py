@@ -290,6 +290,14 @@ def test_an_unclosed_header_that_swallows_the_page_does_not_take_the_story_with_
     assert "Site slogan." not in run({}, closed).rows[0][1]
 
 
+def test_an_authors_bio_beside_an_article_of_many_paragraphs_is_left_out_issue_27() -> None:
+    article = "".join(f"<p>{PROSE}Paragraph {i}.</p>" for i in range(8))
+    bio = "<p>Jo Smith is the founder of this site and writes about the council every week.</p>"
+    page = f"<html><body><div id='page'><div class='post'>{article}</div><div class='bio'>{bio}</div></div></body></html>"
+    story = run({}, page).rows[0][1]
+    assert all(f"Paragraph {i}." in story for i in range(8)) and "Jo Smith" not in story
+
+
 def test_title_skips_an_svg_icons_title_when_the_heads_title_is_empty() -> None:
     page = ("<html><head><title></title></head><body><a href='/'><svg><title>Logo icon</title></svg></a>"
             "<h1>Bin collection days</h1><p>Collections move by one day after a bank holiday.</p></body></html>")

@@ -106,6 +106,8 @@ _DAMP = 0.1
 _WIDGET_FORM = 200
 # A teaser card holds a headline and a summary, not an article.
 _CARD = 600
+# Share of the container's value the core holds that makes the core the container.
+_TIGHT = 0.9
 # Prose held directly by one element that makes it an article's body rather than a box's blurb.
 _ARTICLE = 500
 # Block tags the walk collects: landmarks (the <h1> and <main> anchor the story; a <form> may be a widget)
@@ -199,6 +201,11 @@ def main_text(root: Any) -> str:
     fitness = _fitness(values, chains, damp, order, dropped)
     main = next((element for element in anchors if element.tag == "main"), mains[0] if mains else None)
     container = _container(body, main, fitness, chains)
+    # The tightest holder of the story: when the core (directly holding an article's worth of prose) has
+    # nine tenths of its container's value, the rest is an author's bio or a teaser beside the article.
+    if (prose.get(core, 0) >= _ARTICLE and container in chains.get(core, ())
+            and fitness.get(core, 0) >= _TIGHT * fitness.get(container, 0) > 0):
+        container = core
     around = set(chains.get(container, ()))
     removed = {element for element, level in strength.items()
                if level == 2 or (level == 1 and element not in kept and element not in around)}
