@@ -2,13 +2,16 @@
 
 `main_text(root)` returns the page's story: one paragraph, heading, list item ("- " first),
 quote, table cell, caption or code line per line, boilerplate left out. It prunes the tree it
-is given. `shows_text(root)` says whether a page's body shows any text at all, so a story that
+is given (the drops of step 1; what step 2 sets aside is skipped while emitting). `shows_text(root)` says whether a page's body shows any text at all, so a story that
 comes out empty can be told from a page that says nothing.
 
 Three steps, each cheap enough to keep the whole Reader within a few times the parse:
 1. Drop what is never story: scripts, styles, raw-text elements (noframes, noembed, xmp),
    form controls, navigation, headers, footers, asides, images. These drops run inside
-   libxml2; only elements with a class, id, role or style reach Python, for step 2's name check.
+   libxml2. (A <header> or <footer> holding two thirds of the page's text is read as a <div>:
+   libxml2 knows no HTML5 elements, and nests the rest of a page in one a template left open.)
+   Then one walk over the tree in Python gives every text its block and lists the elements
+   step 2 looks at: every further walk costs about a tenth of the parse.
 2. Split the text into blocks (the nearest block-level ancestor of each text node) and give
    each a value: prose counts for itself (a long paragraph with few links, or a short one
    shaped like a sentence: several words and a full stop, so a two-line notice or a
@@ -24,12 +27,19 @@ Three steps, each cheap enough to keep the whole Reader within a few times the p
    (search, newsletter, "was this page useful?") and teaser grids (two or more cards under
    one parent, each led by a linked headline) are set aside unless they hold the page's
    core: the element directly holding the most prose, where prose inside something named
-   as boilerplate counts a tenth, so a short notice beats the long comments under it.
+   as boilerplate counts a tenth (a third where the element holds an article's worth), so a
+   short notice beats the long comments under it but a blog post inside "widget Blog" beats
+   the blog's one-paragraph description. What follows a heading that announces comments
+   ("Comments", "12 Responses", "Leave a reply") is named as boilerplate however the page
+   names it. When the core holds nine tenths of the best container's value, the core is the
+   container (the rest is a bio or a teaser beside the article).
    A dialog, a `display:none` element or a cookie notice (by name, or any small box with a
    button that asks for consent to cookies) is dropped whatever it holds. An element named as
    one blog post (hentry, type-post, entry-<id>) is never boilerplate by its other class words
    (the post's taxonomy: author-x, category-y), and the elements around a core of several
-   paragraphs damp nothing (Blogger wraps its posts in "widget Blog"); issue 27, D-78/D-79.
+   paragraphs damp nothing (Blogger wraps its posts in "widget Blog"). A class word that runs
+   a chrome word into others ("sectionheaderbar") names boilerplate like the word alone.
+   Issue 27: D-78, D-79, D-82.
 3. Emit the container's blocks in document order, leaving out link lists, the <h1> (the
    title, which is its own column), captions beside an article's paragraphs and lines that
    only label an ad slot. When no block has any value (a page that is only a heading and a
