@@ -98,6 +98,7 @@ _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SPACE = re.compile(r"\s+")
 # Attributes that can name an element as boilerplate (or as the page's main part).
 _MARKS = frozenset(("class", "id", "role", "hidden", "aria-hidden", "style"))
+_MARKS_BUT_CLASS = _MARKS - {"class"}
 # A link-dense block with at least this much other text is a paragraph full of links
 # (or of link hover-cards), not a link list: kept, and only its link text counts against.
 _KEEP = 100
@@ -447,6 +448,7 @@ _NAMES: dict[str, int] = {}
 # their words are not.
 _WORDS: dict[str, int] = {}
 _REMEMBER = 50_000
+_DIGIT = re.compile(r"\d")
 
 
 # Class words that name one post of a blog or CMS (hAtom's `hentry`, WordPress's `post_class()` and
@@ -464,10 +466,15 @@ def _name_strength(names: str) -> int:
     for word in names.split():
         verdict = _WORDS.get(word)
         if verdict is None:
-            verdict = _word_strength(word)
+            # A word's verdict does not depend on which digits it holds ("post-4711", "comment-98"), so
+            # unique ids share the verdict of their shape.
+            shape = _DIGIT.sub("0", word)
+            verdict = _WORDS.get(shape)
+            if verdict is None:
+                verdict = _word_strength(shape)
             if len(_WORDS) >= _REMEMBER:
                 _WORDS.clear()
-            _WORDS[word] = verdict
+            _WORDS[word] = _WORDS[shape] = verdict
         if verdict == 3:
             return 0
         if verdict > strength:
@@ -506,9 +513,9 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
             if stack:
                 block, link, inside = stack[-1]
                 keys = element.keys()
-                # (Most such elements have a class alone, already known to name nothing: not listed.)
+                # (Most such elements are marked by a class alone, already known to name nothing: not listed.)
                 if keys and not _MARKS.isdisjoint(keys) and (
-                        len(keys) > 1 or keys[0] != "class" or _NAMES.get(element.get("class") or "", 1)):
+                        not _MARKS_BUT_CLASS.isdisjoint(keys) or _NAMES.get(element.get("class") or "", 1)):
                     marked.append((element, keys))
             else:
                 block, link, inside = None, 0, False
