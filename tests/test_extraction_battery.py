@@ -1,8 +1,8 @@
 """html.web_extract on the extraction battery: short and structured pages in real templates' chrome (issue 18).
 
 One test per page (tests/extraction_battery/, README.md there names each template): the story holds every
-must-contain string and none of the page's boilerplate. Two pages are known failures of the engine, kept in the
-battery so the benchmark counts them and so the test says when they start to pass (strict xfail).
+must-contain string and none of the page's boilerplate. One page is a known failure of the engine, kept in the
+battery so the benchmark counts it and so the test says when it starts to pass (strict xfail).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collection.readers.base import Decoded, Pin, decode
 
 # Shapes the engine does not read yet (issue 18's report says why).
 KNOWN_FAILURES = {
-    "notice-comments-plain": "comments with no telling name and no linked headline look like the page's own paragraphs",
     "status-service": "a notification banner inside the content is named like a site banner",
 }
 

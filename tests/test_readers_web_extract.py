@@ -253,6 +253,51 @@ def test_a_short_notice_beats_longer_comments_and_teasers_below_it() -> None:
     assert run({}, page).rows[0][1] == "The hall is closed on Monday."
 
 
+def test_comments_under_a_heading_that_announces_them_are_left_out_however_they_are_named_issue_27() -> None:
+    article = "".join(f"<p>{PROSE}Paragraph {i}.</p>" for i in range(3))
+    comments = "".join(f"<div><p>{PROSE}Reader {i} wrote this.</p><p>posted by reader {i}</p></div>" for i in range(4))
+    page = f"<html><body><div><h1>Post</h1>{article}<h3>12 Comments</h3>{comments}</div></body></html>"
+    story = run({}, page).rows[0][1]
+    assert "Paragraph 2." in story and "wrote this" not in story and "12 Comments" not in story
+    # The heading alone in a box of its own announces what follows the box.
+    boxed = f"<html><body><div><h1>Post</h1>{article}<div class='form'><h2>Comments</h2></div>{comments}</div></body></html>"
+    story = run({}, boxed).rows[0][1]
+    assert "Paragraph 2." in story and "wrote this" not in story
+    # A heading that merely mentions responses names a section of the story, not its comments.
+    consultation = f"<h2>Responses to the consultation</h2><p>{PROSE}Most responses agreed.</p>"
+    kept = run({}, f"<html><body><div><h1>Report</h1>{article}{consultation}</div></body></html>").rows[0][1]
+    assert "Most responses agreed." in kept and "Responses to the consultation" in kept
+
+
+def test_a_blog_post_inside_a_boilerplate_named_widget_is_read_beside_the_blogs_one_paragraph_description_issue_27() -> None:
+    # Blogger's shape: the blog's title (the page's <h1>) and description in the header, each post in "widget Blog".
+    description = f"<p class='description'>{PROSE}{PROSE}This blog records my days.</p>"
+    post = "".join(f"<p>{PROSE}The barn, part {i}.</p>" for i in range(8))
+    page = (f"<html><body><div id='header'><h1>Unity Farm</h1>{description}</div><div class='widget Blog'>"
+            f"<h3>Building the barn</h3><div class='post-body'>{post}</div></div></body></html>")
+    story = run({}, page).rows[0][1]
+    assert all(f"The barn, part {i}." in story for i in range(8))  # (the description may stay beside it)
+
+
+def test_an_unclosed_header_that_swallows_the_page_does_not_take_the_story_with_it_issue_27() -> None:
+    # The template never closes its <header>, so the parser nests the whole page inside it.
+    article = "".join(f"<p>{PROSE}Part {i}.</p>" for i in range(4))
+    page = (f"<html><body><header><div class='logo'><a href='/'>Site</a></div><div class='content'>"
+            f"<h1>A story</h1>{article}</div></body></html>")
+    assert all(f"Part {i}." in run({}, page).rows[0][1] for i in range(4))
+    # A page header of its own size is still dropped.
+    closed = f"<html><body><header><p>{PROSE}Site slogan.</p></header><main><h1>A story</h1>{article}</main></body></html>"
+    assert "Site slogan." not in run({}, closed).rows[0][1]
+
+
+def test_an_authors_bio_beside_an_article_of_many_paragraphs_is_left_out_issue_27() -> None:
+    article = "".join(f"<p>{PROSE}Paragraph {i}.</p>" for i in range(8))
+    bio = "<p>Jo Smith is the founder of this site and writes about the council every week.</p>"
+    page = f"<html><body><div id='page'><div class='post'>{article}</div><div class='bio'>{bio}</div></div></body></html>"
+    story = run({}, page).rows[0][1]
+    assert all(f"Paragraph {i}." in story for i in range(8)) and "Jo Smith" not in story
+
+
 def test_title_skips_an_svg_icons_title_when_the_heads_title_is_empty() -> None:
     page = ("<html><head><title></title></head><body><a href='/'><svg><title>Logo icon</title></svg></a>"
             "<h1>Bin collection days</h1><p>Collections move by one day after a bank holiday.</p></body></html>")

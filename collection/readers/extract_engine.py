@@ -2,13 +2,16 @@
 
 `main_text(root)` returns the page's story: one paragraph, heading, list item ("- " first),
 quote, table cell, caption or code line per line, boilerplate left out. It prunes the tree it
-is given. `shows_text(root)` says whether a page's body shows any text at all, so a story that
+is given (the drops of step 1; what step 2 sets aside is skipped while emitting). `shows_text(root)` says whether a page's body shows any text at all, so a story that
 comes out empty can be told from a page that says nothing.
 
 Three steps, each cheap enough to keep the whole Reader within a few times the parse:
 1. Drop what is never story: scripts, styles, raw-text elements (noframes, noembed, xmp),
    form controls, navigation, headers, footers, asides, images. These drops run inside
-   libxml2; only elements with a class, id, role or style reach Python, for step 2's name check.
+   libxml2. (A <header> or <footer> holding two thirds of the page's text is read as a <div>:
+   libxml2 knows no HTML5 elements, and nests the rest of a page in one a template left open.)
+   Then one walk over the tree in Python gives every text its block and lists the elements
+   step 2 looks at: every further walk costs about a tenth of the parse.
 2. Split the text into blocks (the nearest block-level ancestor of each text node) and give
    each a value: prose counts for itself (a long paragraph with few links, or a short one
    shaped like a sentence: several words and a full stop, so a two-line notice or a
@@ -24,12 +27,19 @@ Three steps, each cheap enough to keep the whole Reader within a few times the p
    (search, newsletter, "was this page useful?") and teaser grids (two or more cards under
    one parent, each led by a linked headline) are set aside unless they hold the page's
    core: the element directly holding the most prose, where prose inside something named
-   as boilerplate counts a tenth, so a short notice beats the long comments under it.
+   as boilerplate counts a tenth (a third where the element holds an article's worth), so a
+   short notice beats the long comments under it but a blog post inside "widget Blog" beats
+   the blog's one-paragraph description. What follows a heading that announces comments
+   ("Comments", "12 Responses", "Leave a reply") is named as boilerplate however the page
+   names it. When the core holds nine tenths of the best container's value, the core is the
+   container (the rest is a bio or a teaser beside the article).
    A dialog, a `display:none` element or a cookie notice (by name, or any small box with a
    button that asks for consent to cookies) is dropped whatever it holds. An element named as
    one blog post (hentry, type-post, entry-<id>) is never boilerplate by its other class words
    (the post's taxonomy: author-x, category-y), and the elements around a core of several
-   paragraphs damp nothing (Blogger wraps its posts in "widget Blog"); issue 27, D-78/D-79.
+   paragraphs damp nothing (Blogger wraps its posts in "widget Blog"). A class word that runs
+   a chrome word into others ("sectionheaderbar") names boilerplate like the word alone.
+   Issue 27: D-78, D-79, D-82.
 3. Emit the container's blocks in document order, leaving out link lists, the <h1> (the
    title, which is its own column), captions beside an article's paragraphs and lines that
    only label an ad slot. When no block has any value (a page that is only a heading and a
@@ -80,7 +90,7 @@ _POSITIVE = re.compile(r"article-?body|articlebody|story-?body|post-?body|entry-
                        r"article-?content|story-?content|article-?text|body-?text|main-?content|content-?body",
                        re.I)
 # Names of an article's information line (CMS "article-info": author, category, hits).
-_NEGATIVE_NAMES = re.compile(r"article-?info", re.I)
+_NEGATIVE_NAMES = re.compile(r"article-?info|^[a-z]*(?:header|footer|sidebar|navbar|toolbar|masthead|breadcrumb)[a-z]*$")
 # Lines that label a slot rather than say anything (ad placeholders left in the text flow).
 _LABELS = frozenset({"advertisement", "advert", "ad", "ads", "sponsored", "story continues below advertisement",
                      "article continues below advertisement", "continue reading below", "skip advertisement"})
@@ -88,6 +98,7 @@ _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SPACE = re.compile(r"\s+")
 # Attributes that can name an element as boilerplate (or as the page's main part).
 _MARKS = frozenset(("class", "id", "role", "hidden", "aria-hidden", "style"))
+_MARKS_BUT_CLASS = _MARKS - {"class"}
 # A link-dense block with at least this much other text is a paragraph full of links
 # (or of link hover-cards), not a link list: kept, and only its link text counts against.
 _KEEP = 100
@@ -106,8 +117,14 @@ _DAMP = 0.1
 _WIDGET_FORM = 200
 # A teaser card holds a headline and a summary, not an article.
 _CARD = 600
+# Share of the container's value the core holds that makes the core the container.
+_TIGHT = 0.9
 # Prose held directly by one element that makes it an article's body rather than a box's blurb.
 _ARTICLE = 500
+# Block tags the walk collects: landmarks (the <h1> and <main> anchor the story; a <form> may be a widget)
+# and the headings that may lead teaser cards.
+_LANDMARKS = frozenset(("form", "h1", "main"))
+_HEADINGS = frozenset(("h2", "h3", "h4", "h5", "h6"))
 # An element's whole text (what lxml.html's text_content() is; the tree's elements are plain etree ones).
 _string = etree.XPath("string()")
 
@@ -126,31 +143,32 @@ def main_text(root: Any) -> str:
     body = root.find("body")
     if body is None:
         body = root
-    etree.strip_elements(body, *_INVISIBLE, with_tail=False)
-    strength = _cookie_boxes(body)
+    etree.strip_elements(body, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False)
+    # One walk finds the controls (for consent banners) and the headers and footers (for _unwrap).
+    found = list(body.iter("button", "input", "header", "footer"))
+    strength = _cookie_boxes([element for element in found if element.tag in ("button", "input")])
+    _unwrap([element for element in found if element.tag in ("header", "footer")], body)
     etree.strip_elements(body, *_DROP_TAGS, with_tail=False)
-    owners: dict = {}
-    blocks = _blocks(body, owners)
+    blocks, marked, landmarks, headings = _walk(body)
     if not blocks:
         return ""
     mains = []
-    for element in body.iterdescendants(etree.Element):  # a walk, where an XPath predicate costs three
-        keys = element.keys()
-        if _MARKS.isdisjoint(keys):
-            continue
+    for element, keys in marked:
         level = _is_boilerplate(element, keys)
         if level:
             strength.setdefault(element, level)
-        elif element.get("role") == "main":
+        elif "role" in keys and element.get("role") == "main":
             mains.append(element)
     anchors = []
-    for element in body.iter("form", "h1", "main"):
+    for element in landmarks:
         if element.tag != "form":
             anchors.append(element)
         elif element not in strength and _weight(_string(element)) < _WIDGET_FORM:
             strength[element] = 1
-    for grid in _teaser_grids(body, blocks):
+    for grid in _teaser_grids(headings, blocks):
         strength.setdefault(grid, 1)
+    for element in _comment_sections(headings):
+        strength.setdefault(element, 1)
     # A boilerplate name around the page's <h1> or <main> names the layout ("with-sidebar",
     # "sticky-sidebar"), not a box beside the story: it does not damp.
     for anchor in anchors[:8]:  # the page's own few; a hostile page may nest thousands
@@ -164,14 +182,22 @@ def main_text(root: Any) -> str:
     # holding the most prose (readability's parent/grandparent vote), which is the article
     # body on nearly every page. Inside something named as boilerplate every value counts a
     # tenth, so comments or teasers longer than a short notice do not outvote it.
+    # An element directly holding an article's worth of prose (_ARTICLE) is damped less, by the square
+    # root (a third per name): a blog post inside "widget Blog" outvotes the blog's one-paragraph
+    # description, while a short notice still outvotes the cards and comments below it.
     votes: dict = {}
     prose: dict = {}
     for block, value in values.items():
         if value > 0:
-            for weight, element in zip((1.0, 0.5), chains[block][1:3]):
-                votes[element] = votes.get(element, 0) + weight * value * damp[block]
             for element in chains[block][1:2]:
                 prose[element] = prose.get(element, 0) + value
+    for block, value in values.items():
+        if value > 0:
+            for weight, element in zip((1.0, 0.5), chains[block][1:3]):
+                factor = damp[block]
+                if factor < 1 and prose.get(element, 0) >= _ARTICLE:
+                    factor **= 0.5
+                votes[element] = votes.get(element, 0) + weight * value * factor
     core = max(votes, key=votes.__getitem__) if votes else None
     kept = set(chains.get(core, ()))
     # What holds a core of several paragraphs is not boilerplate, whatever its name ("widget Blog"
@@ -186,17 +212,34 @@ def main_text(root: Any) -> str:
     fitness = _fitness(values, chains, damp, order, dropped)
     main = next((element for element in anchors if element.tag == "main"), mains[0] if mains else None)
     container = _container(body, main, fitness, chains)
+    # The tightest holder of the story: when the core (directly holding an article's worth of prose) has
+    # nine tenths of its container's value, the rest is an author's bio or a teaser beside the article.
+    if (prose.get(core, 0) >= _ARTICLE and container in chains.get(core, ())
+            and fitness.get(core, 0) >= _TIGHT * fitness.get(container, 0) > 0):
+        container = core
     around = set(chains.get(container, ()))
-    removed = [element for element, level in strength.items()
-               if level == 2 or (level == 1 and element not in kept and element not in around)]
-    for element in removed:  # in the same order for the same page, so the text left behind is the same
-        if element.getparent() is not None:
-            _remove_keep_tail(element)
+    removed = {element for element, level in strength.items()
+               if level == 2 or (level == 1 and element not in kept and element not in around)}
     # A caption describes a picture: beside an article's paragraphs it is an aside (and no
     # article-extraction truth keeps it); on a page that is mostly the picture it is the story.
     captions = not any(stats[0] >= _PROSE and stats[1] * 3 < stats[0] and block.tag != "figcaption"
                        and container in chains[block] for block, stats in blocks.items())
-    return _emit(container, blocks, owners, captions)
+    return _emit(container, blocks, captions, removed)
+
+
+def _unwrap(landmarks: list, body: Any) -> None:
+    """A <header> or <footer> holding most of the page's text is neither: libxml2, which knows no HTML5
+    elements, nests the rest of the page inside one that a template left open. It is read as a <div>
+    rather than dropped with the story in it. (An <aside> or <nav> holding most of it is left alone: a
+    long sidebar beside a short post is one.)"""
+    whole = None
+    for element in landmarks:
+        length = len(_string(element))
+        if length >= _ARTICLE:
+            if whole is None:
+                whole = len(_string(body))
+            if length * 3 >= whole * 2:
+                element.tag = "div"
 
 
 def _container(body: Any, main: Any, fitness: dict, chains: dict) -> Any:
@@ -217,13 +260,13 @@ _CONSENT = re.compile(r"accept|agree|consent|allow|reject|polic|privacy|setting|
                       r"akzept|zustimm|einverstanden|datenschutz|accepter|refuser|aceptar|rechazar|accett|rifiut")
 
 
-def _cookie_boxes(body: Any) -> dict:
+def _cookie_boxes(controls: list) -> dict:
     """A box with a button that asks about cookies is a consent banner, whatever its name:
     the button's own box, or the one around its button group (never a bigger one, so a short
     page that merely holds the banner is not taken for it)."""
     found: dict = {}
     seen = set()  # each box's text is read once, however many buttons share it (a hostile page has thousands)
-    for control in body.iter("button", "input"):
+    for control in controls:
         if control.tag == "input" and control.get("type") not in ("button", "submit"):
             continue
         box = control.getparent()
@@ -242,10 +285,11 @@ def _cookie_boxes(body: Any) -> dict:
     return found
 
 
-def _teaser_grids(body: Any, blocks: dict) -> list:
-    """Parents of two or more teaser cards: a card is led by a headline linking elsewhere."""
+def _teaser_grids(headings: list, blocks: dict) -> list:
+    """Parents of two or more teaser cards: a card is led by a headline linking elsewhere (`headings`: the
+    page's <h2>-<h6>, in document order)."""
     cards: dict = {}
-    for block in body.iter("h2", "h3", "h4", "h5", "h6"):
+    for block in headings:
         length, links, *_ = blocks.get(block) or (0, 0)
         if links < length or not length:
             continue
@@ -259,6 +303,33 @@ def _teaser_grids(body: Any, blocks: dict) -> list:
         cards.setdefault(card.getparent(), []).append(card)
     return [grid for grid, members in cards.items()
             if len(members) >= 2 and all(_weight(_string(card)) < _CARD for card in members)]
+
+
+# A heading that announces readers' comments ("Comments", "12 Responses", "Leave a reply"), in a few languages.
+_COMMENTS_HEADING = re.compile(
+    r"(?:\d+\s+|reader\s+)?(?:comments?|responses?|replies|kommentare?|commentaires?|comentarios?|commenti)"
+    r"(?:\s*\(\d+\))?|(?:leave|post|add|write|submit)\s+(?:a|your)\s+(?:comment|reply|response)", re.I)
+
+
+def _comment_sections(headings: list) -> list:
+    """What follows a heading that announces comments, up to the end of its parent: each element after it
+    is named as boilerplate (the heading itself, too), however the page names them (an unnamed <div>
+    per comment under "COMMENTS"). Its parent is not: it may hold the article above the heading."""
+    found = []
+    for heading in headings:
+        text = _string(heading).strip().rstrip(":.").strip()
+        if len(text) < 40 and _COMMENTS_HEADING.fullmatch(text):
+            found.append(heading)
+            # A heading alone in its box (<div class="commentform"><h2>Comments</h2></div>) announces what
+            # follows the box: up to three such boxes are climbed.
+            section = heading
+            for _ in range(3):
+                parent = section.getparent()
+                if section.getnext() is not None or parent is None or parent.getparent() is None:
+                    break
+                section = parent
+            found.extend(section.itersiblings())
+    return found
 
 
 def _weight(text: str) -> int:
@@ -353,10 +424,14 @@ def _is_boilerplate(element: Any, keys: list) -> int:
         style = element.get("style")
         if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
             return 2
-    names = f"{element.get('class') or ''} {element.get('id') or ''}"
+    # (An attribute the element lacks is not asked for: each get costs as much as the rest of this check.
+    # A class alone is its own key: its words' verdict is the same with or without the id's empty words.)
+    names = element.get("class") or "" if "class" in keys else ""
+    if "id" in keys:
+        names = f"{names} {element.get('id') or ''}"
     strength = _NAMES.get(names)
     if strength is None:
-        strength = _name_strength(names) if names != " " else 0
+        strength = _name_strength(names) if names.strip() else 0
         if len(_NAMES) >= _REMEMBER:
             _NAMES.clear()
         _NAMES[names] = strength
@@ -373,6 +448,7 @@ _NAMES: dict[str, int] = {}
 # their words are not.
 _WORDS: dict[str, int] = {}
 _REMEMBER = 50_000
+_DIGIT = re.compile(r"\d")
 
 
 # Class words that name one post of a blog or CMS (hAtom's `hentry`, WordPress's `post_class()` and
@@ -390,10 +466,15 @@ def _name_strength(names: str) -> int:
     for word in names.split():
         verdict = _WORDS.get(word)
         if verdict is None:
-            verdict = _word_strength(word)
+            # A word's verdict does not depend on which digits it holds ("post-4711", "comment-98"), so
+            # unique ids share the verdict of their shape.
+            shape = _DIGIT.sub("0", word)
+            verdict = _WORDS.get(shape)
+            if verdict is None:
+                verdict = _word_strength(shape)
             if len(_WORDS) >= _REMEMBER:
                 _WORDS.clear()
-            _WORDS[word] = verdict
+            _WORDS[word] = _WORDS[shape] = verdict
         if verdict == 3:
             return 0
         if verdict > strength:
@@ -411,54 +492,60 @@ def _word_strength(word: str) -> int:
     return 1 if not parts.isdisjoint(_NEGATIVE_WORDS) or _NEGATIVE_NAMES.search(word) else 0
 
 
-def _remove_keep_tail(element: Any) -> None:
-    parent = element.getparent()
-    tail = element.tail
-    if tail:
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
+def _walk(body: Any) -> tuple[dict, list, list, list]:
+    """The page's blocks, and (in document order) the elements below `body` with an attribute that can name
+    them (_MARKS), its <form>, <h1> and <main> elements, and its <h2>-<h6>: one walk over the tree, since
+    every further walk costs about a tenth of the parse however little it does at each element.
 
-
-def _block_of(text: Any, owners: dict) -> tuple[Any, int]:
-    """The nearest block-level element owning a text node, and whether the text is a link's:
-    0 no, 1 a link, 2 a link to a document (content, not navigation). `owners` remembers the
-    answer per starting element, which both passes over the text (scoring, emitting) share."""
-    start = text.getparent()
-    if text.is_tail:  # a tail belongs to the element's parent, not to the element
-        start = start.getparent()
-    found = owners.get(start)
-    if found is None:
-        element = start
-        link = 0
-        while element is not None and element.tag not in _BLOCK:
-            if element.tag == "a" and not link:
-                link = 2 if _DOCUMENT.search(element.get("href") or "") else 1
-            element = element.getparent()
-        found = owners[start] = (element, link)
-    return found
-
-
-def _blocks(body: Any, owners: dict) -> dict:
-    """Block element -> [weight, link weight, last text, whether any text had a space, whether it links a document]."""
+    Blocks: block element -> [weight, link weight, last text, whether any text had a space, whether it
+    links a document]. A text belongs to the nearest block-level element holding it (a tail to its
+    element's parent's), and is a link's when an `<a>` lies between (a document's link counts as content)
+    or a link holds the block (<a><h3>headline</h3></a>, card teasers). Each open element's answer is kept
+    on a stack, where asking per text node would climb the tree each time."""
     blocks: dict = {}
-    # Blocks inside a link (<a><h3>headline</h3></a>, card teasers) are link text too.
-    linked = set(body.xpath(".//a//*"))
-    for text in body.xpath(".//text()"):
+    marked: list = []
+    landmarks: list = []
+    headings: list = []
+    stack: list = []  # per open element: (its text's block, link kind 0/1/2, whether it is inside a link)
+    for event, element in etree.iterwalk(body, events=("start", "end")):
+        if event == "start":
+            tag = element.tag
+            if stack:
+                block, link, inside = stack[-1]
+                keys = element.keys()
+                # (Most such elements are marked by a class alone, already known to name nothing: not listed.)
+                if keys and not _MARKS.isdisjoint(keys) and (
+                        not _MARKS_BUT_CLASS.isdisjoint(keys) or _NAMES.get(element.get("class") or "", 1)):
+                    marked.append((element, keys))
+            else:
+                block, link, inside = None, 0, False
+            if tag in _BLOCK:
+                owner = (element, 1 if inside else 0, inside)
+                if tag in _LANDMARKS:
+                    landmarks.append(element)
+                elif tag in _HEADINGS:
+                    headings.append(element)
+            elif tag == "a":
+                owner = (block, 2 if _DOCUMENT.search(element.get("href") or "") else 1, True)
+            else:
+                owner = (block, link, inside)
+            stack.append(owner)
+            text = element.text
+        else:
+            stack.pop()
+            if not stack:
+                break  # the body's own tail is not in it
+            owner = stack[-1]
+            text = element.tail
+        if not text:
+            continue
         stripped = text.strip()
         if not stripped:
             continue
         length = len(stripped)
         if not stripped.isascii():
             length += 2 * len(_WIDE.findall(stripped))
-        block, link = _block_of(text, owners)
-        if block is None:
-            continue
-        if not link and linked and block in linked:
-            link = 1
+        block, link, _ = owner
         entry = blocks.get(block)
         if entry is None:
             entry = blocks[block] = [0, 0, "", False, False]
@@ -470,31 +557,77 @@ def _blocks(body: Any, owners: dict) -> dict:
         entry[2] = text
         if not entry[3] and " " in stripped:
             entry[3] = True
-    return blocks
+    return blocks, marked, landmarks, headings
 
 
-def _emit(container: Any, blocks: dict, owners: dict, captions: bool) -> str:
+# How a block's text is emitted: left out, as it is, as a list item, as preformatted lines.
+_OMIT, _PLAIN, _ITEM, _PRE = 0, 1, 2, 3
+
+
+def _kind(block: Any, stats: list | None, captions: bool) -> int:
+    """Left out: link lists inside the story (related links, tags, share bars), the <h1>, which is the
+    page's title (its own column) rather than its story, and captions beside prose."""
+    if stats is None or stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP:
+        return _OMIT
+    tag = block.tag
+    if tag == "h1" or not captions and tag == "figcaption":
+        return _OMIT
+    return _ITEM if tag == "li" else _PRE if tag == "pre" else _PLAIN
+
+
+def _joins_break(element: Any, removed: set) -> bool:
+    """Whether a left-out element's tail starts a line: it does when it follows a <br> with nothing shown
+    between (the tail then reads as the <br>'s own)."""
+    previous = element.getprevious()
+    while previous is not None and previous in removed and not (previous.tail or "").strip():
+        previous = previous.getprevious()
+    return previous is not None and previous.tag == "br" and not (previous.tail or "").strip()
+
+
+def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
+    """The container's text, block by block; what is inside a `removed` element is left out, its tail kept."""
     lines: list[str] = []
     current: list[str] = []
     owner = None
-    for text in container.xpath(".//text()"):
-        block, _ = _block_of(text, owners)
-        stats = blocks.get(block)
-        # Left out: link lists inside the story (related links, tags, share bars), the <h1>,
-        # which is the page's title (its own column) rather than its story, and captions beside prose.
-        if (stats is None or (stats[1] * 2 > stats[0] and stats[0] - stats[1] < _KEEP) or block.tag == "h1"
-                or not captions and block.tag == "figcaption"):
+    outer = container  # the block the container's own text belongs to (as _walk saw it)
+    while outer is not None and outer.tag not in _BLOCK:
+        outer = outer.getparent()
+    stack: list = []  # per open element: its text's block
+    kinds: dict = {}  # block -> how its text is emitted (a tag is a new string each time it is asked)
+    walk = etree.iterwalk(container, events=("start", "end"))
+    for event, element in walk:
+        if event == "start":
+            block = element if element.tag in _BLOCK else stack[-1] if stack else outer
+            stack.append(block)
+            if element in removed and element is not container:  # (a container set aside is still read)
+                walk.skip_subtree()  # its end still comes, with its tail
+                continue
+            text = element.text
+            after_break = False
+        else:
+            stack.pop()
+            if not stack:
+                break
+            block = stack[-1]
+            text = element.tail
+            after_break = element.tag == "br" or element in removed and _joins_break(element, removed)
+        if not text:
             continue
-        if block is not owner or (text.is_tail and text.getparent().tag == "br"):
+        kind = kinds.get(block)
+        if kind is None:
+            kind = kinds[block] = _kind(block, blocks.get(block), captions)
+        if not kind:
+            continue
+        if block is not owner or after_break:
             if block is not owner and not text.strip():
                 continue  # whitespace before a block's first word is layout
             if current:
                 lines.append("".join(current))
-            current = ["- "] if block.tag == "li" and block is not owner else []
+            current = ["- "] if kind == _ITEM and block is not owner else []
             owner = block
         # Line breaks inside a text node are layout (but in <pre>); other runs of whitespace
         # are collapsed by normalize_block, so a printable node needs no work here.
-        current.append(text if block.tag == "pre" or text.isprintable() else _SPACE.sub(" ", text))
+        current.append(text if kind == _PRE or text.isprintable() else _SPACE.sub(" ", text))
     if current:
         lines.append("".join(current))
     story = normalize_block("\n".join(lines))
