@@ -41,16 +41,20 @@ class Token(NamedTuple):
 
 # One pass of one compiled pattern: every alternative is a plain character class or an unrolled
 # quoted form ('[^']*(?:''[^']*)*'), none can backtrack, so tokenizing is linear in the text.
+# Whitespace and comments are the optional prefix of each match, not matches of their own (half
+# as many matches); `\Z` ends the text after a trailing prefix. Nothing backtracks into the
+# prefix: `bad` or `\Z` matches after it whatever follows.
 _TOKEN = re.compile(r"""
-    (?P<ws>[ \t\r\n\f\v]+)
-  | (?P<line>--[^\n]*)
-  | (?P<block>/\*.*?\*/)
-  | (?P<string>'[^']*(?:''[^']*)*')
-  | (?P<qident>"[^"]*(?:""[^"]*)*")
-  | (?P<number>(?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-  | (?P<ident>[^\W\d][\w$]*)
-  | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,.;<>=\[\]{}:|&^~!?@$\#])
-  | (?P<bad>.)
+    (?:[ \t\r\n\f\v]+|--[^\n]*|/\*.*?\*/)*
+    (?:
+      (?P<string>'[^']*(?:''[^']*)*')
+    | (?P<qident>"[^"]*(?:""[^"]*)*")
+    | (?P<number>(?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
+    | (?P<ident>[^\W\d][\w$]*)
+    | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,.;<>=\[\]{}:|&^~!?@$\#])
+    | (?P<bad>.)
+    | \Z
+    )
 """, re.VERBOSE | re.DOTALL)
 _new_token = tuple.__new__       # Token(...) without NamedTuple's Python-level __new__ (the hot path)
 
@@ -59,29 +63,26 @@ def tokenize(sql: str) -> list[Token]:
     tokens: list[Token] = []
     append = tokens.append
     n = len(sql)
-    # `bad` is last and matches any one character, so finditer leaves no gap: each match starts
-    # where the previous ended, and `bad` is exactly where no token can start
+    # `bad` matches any one character, so finditer leaves no gap: each match starts where the
+    # previous ended, and `bad` is exactly where no token can start; the match of `\Z` alone
+    # (no group) is the last
     for m in _TOKEN.finditer(sql):
         kind = m.lastgroup
-        if kind == "ws" or kind == "line" or kind == "block":
-            continue
-        i, j = m.span()
+        if kind is None:
+            break
+        i, j = m.span(kind)
+        text = m.group(kind)
         if kind == "ident":
-            text = m.group()
             append(_new_token(Token, ("ident", text, text.lower(), i, j)))
         elif kind == "op":
-            text = m.group()
             append(_new_token(Token, ("op", text, text, i, j)))
         elif kind == "number":
             if j < n and (sql[j].isalnum() or sql[j] == "_"):
                 raise ParseError("unsupported", f"the number {sql[i:j + 1]!r}… (a number must not run into a name)", i)
-            text = m.group()
             append(_new_token(Token, ("number", text, text, i, j)))
         elif kind == "string":
-            text = m.group()
             append(_new_token(Token, ("string", text, text[1:-1].replace("''", "'"), i, j)))
         elif kind == "qident":
-            text = m.group()
             value = text[1:-1].replace('""', '"')
             if value == "":
                 raise ParseError("syntax", "an empty quoted identifier", i)

@@ -276,8 +276,19 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
 @dataclass
 class Rel:
     alias: str                       # as written (or the table's name)
-    columns: list[tuple[str, T]]
+    columns: list[tuple[str, T]]     # never changed once the Rel is made
     hidden: set[str] = field(default_factory=set)    # right-hand USING columns, lower case
+    _by_key: dict[str, list[tuple[str, T]]] | None = field(default=None, repr=False)
+
+    def named(self, key: str) -> list[tuple[str, T]]:
+        """The columns whose lower-case name is `key`, in column order (resolving a column reference
+        would otherwise lower-case every column of every table read, for each reference)."""
+        index = self._by_key
+        if index is None:
+            index = self._by_key = {}
+            for c, t in self.columns:
+                index.setdefault(c.lower(), []).append((c, t))
+        return index.get(key, [])
 
 
 @dataclass(frozen=True)
@@ -957,7 +968,7 @@ class _Scope:
 
     def has(self, name: str) -> bool:
         key = name.lower()
-        return any(key == c.lower() for r in self.rels for c, _ in r.columns)
+        return any(r.named(key) for r in self.rels)
 
     def resolve(self, col: P.Column, typer: "_Typer | None" = None) -> tuple[int, T, str]:
         """(relation index, type, the column's own name) of a column reference."""
@@ -977,8 +988,7 @@ class _Scope:
                               f"(its columns: {', '.join(c for c, _ in r.columns)})", col.pos)
         name = col.parts[0]
         key = name.lower()
-        hits = [(k, c, t) for k, r in enumerate(self.rels) for c, t in r.columns
-                if c.lower() == key and key not in r.hidden]
+        hits = [(k, c, t) for k, r in enumerate(self.rels) if key not in r.hidden for c, t in r.named(key)]
         if len(hits) == 1:
             k, c, t = hits[0]
             return k, t, c
