@@ -56,3 +56,23 @@ def fixture_for(urls: list[str]) -> list[dict]:
 
 def pages(host: str, prefix: str, count: int) -> list[str]:
     return [f"https://{host}/{prefix}/{prefix}-{i}" for i in range(1, count + 1)]
+
+
+class HeldPages:
+    """A loopback reply handler that holds every page until `release()` (or 120 s), then serves its
+    JSON page: a job whose pages are held keeps its locks for as long as a test needs, however slowly
+    the machine starts the next process."""
+
+    def __init__(self):
+        import threading
+
+        self._released = threading.Event()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def __call__(self, rec):
+        from loopback import Reply
+
+        self._released.wait(120)
+        return Reply(200, JSON_HEADERS, page_body(rec.target))

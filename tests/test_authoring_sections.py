@@ -50,8 +50,15 @@ def _collection(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def _shown_lines(block: str) -> list[str]:
-    return [line for line in block.splitlines() if line.strip()]
+def _output_after(text: str, marker: str) -> str:
+    """The ```text block that follows the ```sh command after `<!-- marker -->`."""
+    return re.compile(r"```sh\n.*?```\n```text\n(.*?)```", re.S).search(text, text.index(f"<!-- {marker} -->")).group(1)
+
+
+def _prints_what_is_shown(done: subprocess.CompletedProcess, block: str) -> None:
+    printed = done.stdout.splitlines()
+    for line in (line for line in block.splitlines() if line.strip()):
+        assert line in printed, line
 
 
 # --- From saved pages to an offline crawl ------------------------------------------------------
@@ -74,10 +81,7 @@ def test_fixture_check_prints_what_the_guide_shows_with_and_without_the_last_pag
     assert command[:3] == ["collection", "fixture", "check"]
     done = _collection(*command[1:])
     assert done.returncode == 0, done.stderr
-    shown = re.compile(r"```sh\n.*?```\n```text\n(.*?)```", re.S).search(
-        SAVED_SECTION, SAVED_SECTION.index("<!-- saved-check: complete -->")).group(1)
-    for line in _shown_lines(shown):
-        assert line in done.stdout.splitlines(), line
+    _prints_what_is_shown(done, _output_after(SAVED_SECTION, "saved-check: complete"))
 
     # drop the fixture's last line, as the guide says: one gap, exit 1, the lines it shows
     partial = tmp_path / "saved"
@@ -86,8 +90,7 @@ def test_fixture_check_prints_what_the_guide_shows_with_and_without_the_last_pag
     (partial / "site.json").write_text(json.dumps(exchanges[:-1]))
     done = _collection("fixture", "check", str(partial / "site.json"), "--recipe", str(partial / "council_minutes.json"))
     assert done.returncode == 1
-    for line in _shown_lines(_after(SAVED_SECTION, "saved-check: partial", "text")):
-        assert line in done.stdout.splitlines(), line
+    _prints_what_is_shown(done, _after(SAVED_SECTION, "saved-check: partial", "text"))
 
 
 def test_run_replay_of_the_saved_pages_prints_what_the_guide_shows(tmp_path):
@@ -97,10 +100,7 @@ def test_run_replay_of_the_saved_pages_prints_what_the_guide_shows(tmp_path):
     command[state] = str(tmp_path / "minutes")
     done = _collection(*command[1:])
     assert done.returncode == 0, done.stderr
-    shown = re.compile(r"```sh\n.*?```\n```text\n(.*?)```", re.S).search(
-        SAVED_SECTION, SAVED_SECTION.index("<!-- saved-run -->")).group(1)
-    for line in _shown_lines(shown):
-        assert line in done.stdout.splitlines(), line
+    _prints_what_is_shown(done, _output_after(SAVED_SECTION, "saved-run"))
     with open(tmp_path / "minutes" / "current" / "relation.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert sorted(r["page_url"] for r in rows) == [f"https://www.example.com/minutes/{d}"
@@ -195,8 +195,7 @@ def test_table_mode_fails_the_page_that_lacks_a_column_as_the_guide_shows(tmp_pa
     done = _collection("run", str(tmp_path / "r.json"), "--state", str(tmp_path / "s"), "--replay",
                        str(tmp_path / "f.json"))
     assert done.returncode == 0, done.stderr
-    for line in _shown_lines(_after(MISSING_SECTION, "missing-column: table", "text")):
-        assert line in done.stdout.splitlines(), line
+    _prints_what_is_shown(done, _after(MISSING_SECTION, "missing-column: table", "text"))
     assert "running again will not help" in done.stdout and "collection decode" in done.stdout
     assert {r["page_url"] for r in _relation(tmp_path / "s")} == {
         "https://www.example.com/reports/audit-2025", "https://www.example.com/reports/scrutiny-2025"}

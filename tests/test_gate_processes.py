@@ -16,7 +16,7 @@ import threading
 import time
 
 import pytest
-from dataset_kit import JSON_HEADERS, page_body, source_doc
+from dataset_kit import JSON_HEADERS, HeldPages, page_body, source_doc
 from loopback import Reply
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -185,12 +185,7 @@ def test_two_servers_asked_to_run_one_source_one_runs_the_other_names_the_holder
     """Two processes with their own state directories (as on two servers) share the Redis gate.
     The first's pages wait until the second has been refused, so the first still holds the
     source however slowly the second process starts on a loaded machine."""
-    second_done = threading.Event()
-
-    def held(rec):
-        second_done.wait(120)
-        return Reply(200, JSON_HEADERS, page_body(rec.target))
-
+    held = HeldPages()
     loopback.route("/robots.txt", Reply(404, PLAIN, b""), host="a.example.com")
     loopback.route("*", Reply(handler=held), host="a.example.com")
     urls = [f"https://a.example.com/p/{n}" for n in range(3)]
@@ -203,7 +198,7 @@ def test_two_servers_asked_to_run_one_source_one_runs_the_other_names_the_holder
         code, refused = _finish(_start(loopback, tmp_path, "council", urls, "--gate", redis_server.url,
                                        state=str(tmp_path / "server2")))
     finally:
-        second_done.set()
+        held.release()
     assert code == 1 and refused["code"] == "STATE_LOCKED"
     assert f"pid {first.pid}" in refused["refusals"][0]["message"]     # who holds it
     code, record = _finish(first)

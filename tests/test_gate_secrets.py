@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -21,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 import trustme
-from dataset_kit import JSON_HEADERS, dataset_doc, page_body, source_doc
+from dataset_kit import JSON_HEADERS, HeldPages, dataset_doc, page_body, source_doc
 from loopback import Reply
 from redis_helper import RedisServer, free_port
 
@@ -564,14 +563,9 @@ def test_two_jobs_of_one_source_of_one_dataset_still_exclude_each_other(loopback
     """The same dataset's same source on two servers (two state directories): one runs, the
     other's source is refused STATE_LOCKED naming the holder. The first job's pages wait until the
     second has been refused, so the first still holds its lock however slowly the second starts."""
-    second_done = threading.Event()
-
-    def serve(rec):
-        second_done.wait(120)
-        return Reply(200, JSON_HEADERS, page_body(rec.target))
-
+    held = HeldPages()
     loopback.route("/robots.txt", Reply(404, PLAIN, b""), host="a.example.com")
-    loopback.route("*", Reply(handler=serve), host="a.example.com")
+    loopback.route("*", Reply(handler=held), host="a.example.com")
     recipe = _dataset(tmp_path, "council", ("decisions", [f"https://a.example.com/p/{n}" for n in range(4)]))
     first = subprocess.Popen([sys.executable, "-m", "collection",
                               *_run_args(loopback, recipe, tmp_path / "server1", "--gate", redis_server.url)],
@@ -580,7 +574,7 @@ def test_two_jobs_of_one_source_of_one_dataset_still_exclude_each_other(loopback
     try:
         second = _collection(*_run_args(loopback, recipe, tmp_path / "server2", "--gate", redis_server.url))
     finally:
-        second_done.set()
+        held.release()
     assert second.returncode == 1
     source = json.loads(second.stdout)["sources"][0]
     assert source["status"] == "refused" and source["code"] == "STATE_LOCKED"
