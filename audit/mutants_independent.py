@@ -1957,7 +1957,8 @@ def _():
 
     def _robots_allow(self, url):
         from collection.urls import origin_of
-        getattr(self, "_robots", {}).pop(origin_of(url), None)   # forget it: asked again before every page
+        # forget it: asked again before every page (the cache is keyed by origin and allowlist)
+        getattr(self, "_robots", {}).pop((origin_of(url), getattr(self, "allowed", None)), None)
         return original(self, url)
     F.Fetcher._robots_allow = _robots_allow
 
