@@ -598,28 +598,31 @@ def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
     outer = container  # the block the container's own text belongs to (as _walk saw it)
     while outer is not None and outer.tag not in _BLOCK:
         outer = outer.getparent()
-    stack: list = []  # per open element: its text's block
+    stack: list = [outer]  # per open element: its text's block (first: the container's parent's)
     kinds: dict = {}  # block -> how its text is emitted (a tag is a new string each time it is asked)
+    push, pop, kind_of, block_tags = stack.append, stack.pop, kinds.get, _BLOCK
     walk = etree.iterwalk(container, events=("start", "end"))
     for event, element in walk:
         if event == "start":
-            block = element if element.tag in _BLOCK else stack[-1] if stack else outer
-            stack.append(block)
+            block = element if element.tag in block_tags else stack[-1]
+            push(block)
             if element in removed and element is not container:  # (a container set aside is still read)
                 walk.skip_subtree()  # its end still comes, with its tail
                 continue
             text = element.text
+            if not text:
+                continue
             after_break = False
         else:
-            stack.pop()
-            if not stack:
+            if element is container:
                 break
-            block = stack[-1]
+            pop()
             text = element.tail
+            if not text:
+                continue
+            block = stack[-1]
             after_break = element.tag == "br" or element in removed and _joins_break(element, removed)
-        if not text:
-            continue
-        kind = kinds.get(block)
+        kind = kind_of(block)
         if kind is None:
             kind = kinds[block] = _kind(block, blocks.get(block), captions)
         if not kind:
