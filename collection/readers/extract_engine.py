@@ -506,35 +506,38 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
     marked: list = []
     landmarks: list = []
     headings: list = []
-    stack: list = []  # per open element: (its text's block, link kind 0/1/2, whether it is inside a link)
+    # Per open element: (its text's block, link kind 0/1/2, whether it is inside a link); the first entry
+    # stands for the parent of `body`. An inline element shares its parent's entry.
+    stack: list = [(None, 0, False)]
+    # (Hot loop: every name it uses is a local, and a text with no letters costs two tests.)
+    push, pop, entry_of = stack.append, stack.pop, blocks.get
+    unmarked, unmarked_but_class, known = _MARKS.isdisjoint, _MARKS_BUT_CLASS.isdisjoint, _NAMES.get
+    block_tags, landmark_tags, heading_tags = _BLOCK, _LANDMARKS, _HEADINGS
+    wide, document = _WIDE.findall, _DOCUMENT.search
     for event, element in etree.iterwalk(body, events=("start", "end")):
         if event == "start":
+            parent = stack[-1]
             tag = element.tag
-            if stack:
-                block, link, inside = stack[-1]
-                keys = element.keys()
-                # (Most such elements are marked by a class alone, already known to name nothing: not listed.)
-                if keys and not _MARKS.isdisjoint(keys) and (
-                        not _MARKS_BUT_CLASS.isdisjoint(keys) or _NAMES.get(element.get("class") or "", 1)):
-                    marked.append((element, keys))
-            else:
-                block, link, inside = None, 0, False
-            if tag in _BLOCK:
-                owner = (element, 1 if inside else 0, inside)
-                if tag in _LANDMARKS:
+            if tag in block_tags:
+                owner = (element, 1, True) if parent[2] else (element, 0, False)
+                if tag in landmark_tags:
                     landmarks.append(element)
-                elif tag in _HEADINGS:
+                elif tag in heading_tags:
                     headings.append(element)
             elif tag == "a":
-                owner = (block, 2 if _DOCUMENT.search(element.get("href") or "") else 1, True)
+                owner = (parent[0], 2 if document(element.get("href") or "") else 1, True)
             else:
-                owner = (block, link, inside)
-            stack.append(owner)
+                owner = parent
+            push(owner)
+            keys = element.keys()
+            # (Most such elements are marked by a class alone, already known to name nothing: not listed.)
+            if keys and not unmarked(keys) and (not unmarked_but_class(keys) or known(element.get("class") or "", 1)):
+                marked.append((element, keys))
             text = element.text
         else:
-            stack.pop()
-            if not stack:
+            if element is body:
                 break  # the body's own tail is not in it
+            pop()
             owner = stack[-1]
             text = element.tail
         if not text:
@@ -544,12 +547,13 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
             continue
         length = len(stripped)
         if not stripped.isascii():
-            length += 2 * len(_WIDE.findall(stripped))
-        block, link, _ = owner
-        entry = blocks.get(block)
+            length += 2 * len(wide(stripped))
+        block = owner[0]
+        entry = entry_of(block)
         if entry is None:
             entry = blocks[block] = [0, 0, "", False, False]
         entry[0] += length
+        link = owner[1]
         if link == 1:
             entry[1] += length
         elif link == 2:
@@ -557,6 +561,8 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
         entry[2] = text
         if not entry[3] and " " in stripped:
             entry[3] = True
+    if marked and marked[0][0] is body:
+        del marked[0]  # only the elements below `body` are listed
     return blocks, marked, landmarks, headings
 
 
@@ -592,28 +598,31 @@ def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
     outer = container  # the block the container's own text belongs to (as _walk saw it)
     while outer is not None and outer.tag not in _BLOCK:
         outer = outer.getparent()
-    stack: list = []  # per open element: its text's block
+    stack: list = [outer]  # per open element: its text's block (first: the container's parent's)
     kinds: dict = {}  # block -> how its text is emitted (a tag is a new string each time it is asked)
+    push, pop, kind_of, block_tags = stack.append, stack.pop, kinds.get, _BLOCK
     walk = etree.iterwalk(container, events=("start", "end"))
     for event, element in walk:
         if event == "start":
-            block = element if element.tag in _BLOCK else stack[-1] if stack else outer
-            stack.append(block)
+            block = element if element.tag in block_tags else stack[-1]
+            push(block)
             if element in removed and element is not container:  # (a container set aside is still read)
                 walk.skip_subtree()  # its end still comes, with its tail
                 continue
             text = element.text
+            if not text:
+                continue
             after_break = False
         else:
-            stack.pop()
-            if not stack:
+            if element is container:
                 break
-            block = stack[-1]
+            pop()
             text = element.tail
+            if not text:
+                continue
+            block = stack[-1]
             after_break = element.tag == "br" or element in removed and _joins_break(element, removed)
-        if not text:
-            continue
-        kind = kinds.get(block)
+        kind = kind_of(block)
         if kind is None:
             kind = kinds[block] = _kind(block, blocks.get(block), captions)
         if not kind:
