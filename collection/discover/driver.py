@@ -240,8 +240,7 @@ class DiscoveryState:
     requests: int = 0                            # HTTP requests they cost (D-04, D-05)
     index: int = 0                               # main-sequence listings read
     tokens: frozenset[str] = frozenset()         # cursor tokens used
-    children: frozenset[str] = frozenset()       # sitemapindex children queued
-    child_order: tuple[str, ...] = ()            # the same, in index order, for the warning
+    children: tuple[str, ...] = ()               # sitemapindex children queued, in index order
     pages: ListedPages = ListedPages()
     # Owned by this state and never changed after it is made (a new state copies it): a
     # frozenset copy of a million ids would double discovery's peak for nothing.
@@ -319,7 +318,7 @@ class DiscoveryState:
         return DiscoveryOutcome(
             pages=self.pages, requests=self.requests, complete=complete, failure=self.failure,
             stop_reason=stop, duplicates_dropped=self.duplicates, dropped_records=self.dropped,
-            diagnostics=self.diagnostics, children=self.child_order,
+            diagnostics=self.diagnostics, children=self.children,
         )
 
     # -- internals --
@@ -422,7 +421,7 @@ class DiscoveryState:
 
     def _queue_children(self, children: tuple[str, ...], base: str) -> "DiscoveryState":
         queue = list(self.queue)
-        known = set(self.children) | set(self.requested)
+        known = set(self.requested)      # every child queued before is in it
         notes: list[str] = []
         for raw in children:
             try:
@@ -438,8 +437,8 @@ class DiscoveryState:
                 continue
             known.add(url)
             queue.append((url, "child"))
-        added = tuple(url for url, role in queue[len(self.queue):])
-        state = replace(self, queue=tuple(queue), children=frozenset(known), child_order=self.child_order + added,
+        added = tuple(url for url, _ in queue[len(self.queue):])
+        state = replace(self, queue=tuple(queue), children=self.children + added,
                         requested=self.requested | {url for url, _ in queue},
                         diagnostics=self._note(*notes) if notes else self.diagnostics)
         return state._check_ceiling()
