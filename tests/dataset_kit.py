@@ -4,6 +4,9 @@ read JSON pages (json.tabular) from named hosts, datasets of them, and replay fi
 from __future__ import annotations
 
 import json
+import threading
+
+from loopback import Reply
 
 from collection.canonical import canonical_json
 
@@ -64,15 +67,11 @@ class HeldPages:
     the machine starts the next process."""
 
     def __init__(self):
-        import threading
-
         self._released = threading.Event()
 
     def release(self) -> None:
         self._released.set()
 
     def __call__(self, rec):
-        from loopback import Reply
-
         self._released.wait(120)
         return Reply(200, JSON_HEADERS, page_body(rec.target))
