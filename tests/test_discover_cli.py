@@ -8,6 +8,7 @@ makes) and D-24 (a next address outside allowed_origins).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,22 @@ def test_a_run_whose_index_children_list_nothing_names_them(tmp_path):
         "0 discovered on a first run: the sitemap index's 2 child sitemaps (https://www.example.com/sitemap-1.xml, "
         "https://www.example.com/sitemap-2.xml) listed no <url> — save one and read it with "
         "`collection discover RECIPE SAVED_CHILD.xml --url https://www.example.com/sitemap-1.xml`")
+
+
+def test_the_sitemap_index_advice_on_a_real_published_index_and_its_child(tmp_path):
+    """D-81 on files nobody here wrote (tests/data/listings/real/SOURCE.md): the saved index names
+    its two children; following the printed command with the saved first child lists its 7 pages."""
+    real = LISTINGS / "real"
+    discovery = {"kind": "sitemap", "url": "https://shiftcodes.tk/sitemap_index.xml"}
+    path = write(tmp_path, recipe(discovery, origins=("https://shiftcodes.tk",)))
+    index = CliRunner().invoke(cli, ["discover", str(path), str(real / "shiftcodes_sitemap_index.xml"), "--json"])
+    report = json.loads(index.stdout)
+    assert report["records"] == [] and report["next"] == ["https://shiftcodes.tk/sitemap.xml",
+                                                          "https://shiftcodes.tk/help/sitemap.xml"]
+    command = re.search(r"`collection discover RECIPE SAVED_CHILD\.xml --url (\S+)`", report["warning"])
+    assert command and command.group(1) == "https://shiftcodes.tk/sitemap.xml"
+    child = CliRunner().invoke(cli, ["discover", str(path), str(real / "shiftcodes_sitemap.xml"),
+                                     "--url", command.group(1), "--json"])
+    listed = json.loads(child.stdout)
+    assert [r["link"] for r in listed["records"]][:2] == ["https://shiftcodes.tk/", "https://shiftcodes.tk/bl1"]
+    assert len(listed["records"]) == 7 and listed["warning"] is None
