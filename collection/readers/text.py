@@ -148,10 +148,14 @@ def normalize(text: str | None) -> str:
     """One line of text: NFC, controls dropped, whitespace runs collapsed, trimmed."""
     if not text:
         return ""
-    if text.isascii() and text.isprintable():
-        # Printable ASCII is already NFC and holds no controls; its only whitespace is " ".
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    if text.isprintable():
+        # Printable text holds no controls (they are all unprintable), and its only whitespace is " "
+        # (every other whitespace character is unprintable): the two scans below would change nothing.
+        # (Printable ASCII is already NFC.)
         return text.strip() if "  " not in text else _WHITESPACE.sub(" ", text).strip()
-    text = _CONTROLS.sub("", unicodedata.normalize("NFC", text))
+    text = _CONTROLS.sub("", text)
     return _WHITESPACE.sub(" ", text).strip()
 
 
