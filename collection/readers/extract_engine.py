@@ -153,8 +153,8 @@ def main_text(root: Any) -> str:
     if not blocks:
         return ""
     mains = []
-    for element, keys in marked:
-        level = _is_boilerplate(element, keys)
+    for element, keys, names in marked:
+        level = _is_boilerplate(element, keys, names)
         if level:
             strength.setdefault(element, level)
         elif "role" in keys and element.get("role") == "main":
@@ -411,31 +411,34 @@ def _fitness(values: dict, chains: dict, damp: dict, order: list, dropped: set) 
     return fitness
 
 
-def _is_boilerplate(element: Any, keys: list) -> int:
+def _is_boilerplate(element: Any, keys: list, names: str | None = None) -> int:
     """2: surely boilerplate (a dialog, a cookie notice); 1: named like boilerplate; 0: no sign.
-    `keys` are the element's attribute names."""
-    if "role" in keys:
-        role = element.get("role")
-        if role and role.strip().lower() in _ROLES:
-            return 2
-    if "hidden" in keys or "aria-hidden" in keys and element.get("aria-hidden") == "true":
-        return 1
-    if "style" in keys:
-        style = element.get("style")
-        if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
-            return 2
-    # (An attribute the element lacks is not asked for: each get costs as much as the rest of this check.
-    # A class alone is its own key: its words' verdict is the same with or without the id's empty words.)
-    names = element.get("class") or "" if "class" in keys else ""
-    if "id" in keys:
-        names = f"{names} {element.get('id') or ''}"
+    `keys` are the element's attribute names; `names` its class when that is its only mark (_MARKS),
+    as _walk read it (each attribute read costs as much as the rest of this check)."""
+    if names is None:
+        if "role" in keys:
+            role = element.get("role")
+            if role and role.strip().lower() in _ROLES:
+                return 2
+        if "hidden" in keys or "aria-hidden" in keys and element.get("aria-hidden") == "true":
+            return 1
+        if "style" in keys:
+            style = element.get("style")
+            if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
+                return 2
+        # (An attribute the element lacks is not asked for. A class alone is its own key: its words'
+        # verdict is the same with or without the id's empty words.)
+        names = element.get("class") or "" if "class" in keys else ""
+        if "id" in keys:
+            names = f"{names} {element.get('id') or ''}"
     strength = _NAMES.get(names)
     if strength is None:
         strength = _name_strength(names) if names.strip() else 0
         if len(_NAMES) >= _REMEMBER:
             _NAMES.clear()
         _NAMES[names] = strength
-    if strength and (element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody"):
+    if strength and (element.tag in ("body", "html", "article", "main")
+                     or "itemprop" in keys and element.get("itemprop") == "articleBody"):
         return 0
     return strength
 
@@ -494,7 +497,8 @@ def _word_strength(word: str) -> int:
 
 def _walk(body: Any) -> tuple[dict, list, list, list]:
     """The page's blocks, and (in document order) the elements below `body` with an attribute that can name
-    them (_MARKS), its <form>, <h1> and <main> elements, and its <h2>-<h6>: one walk over the tree, since
+    them (_MARKS; each with its attribute names and, when its class is its only mark, the class), its <form>,
+    <h1> and <main> elements, and its <h2>-<h6>: one walk over the tree, since
     every further walk costs about a tenth of the parse however little it does at each element.
 
     Blocks: block element -> [weight, link weight, last text, whether any text had a space, whether it
@@ -530,9 +534,15 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
                 owner = parent
             push(owner)
             keys = element.keys()
-            # (Most such elements are marked by a class alone, already known to name nothing: not listed.)
-            if keys and not unmarked(keys) and (not unmarked_but_class(keys) or known(element.get("class") or "", 1)):
-                marked.append((element, keys))
+            if keys and not unmarked(keys):
+                if unmarked_but_class(keys):
+                    # Most are marked by a class alone, already known to name nothing: not listed. The class
+                    # of those listed goes with them, so it is read once.
+                    names = element.get("class") or ""
+                    if known(names, 1):
+                        marked.append((element, keys, names))
+                else:
+                    marked.append((element, keys, None))
             text = element.text
         else:
             if element is body:
