@@ -57,7 +57,7 @@ from typing import Any
 
 from lxml import etree
 
-from collection.readers.text import BLOCK_TAGS, normalize, normalize_block
+from collection.readers.text import BLOCK_TAGS, normalize
 
 # Never shown, or shown as literal markup: dropped before anything looks at the text.
 _INVISIBLE = ("script", "style", "noscript", "template", "head", "title", "noframes", "noembed", "xmp")
@@ -129,20 +129,22 @@ _HEADINGS = frozenset(("h2", "h3", "h4", "h5", "h6"))
 _string = etree.XPath("string()")
 
 
+def _body(root: Any) -> Any:
+    """The page's <body>, else the document element. (lxml's find() parses its path in Python each time:
+    a child iterator with a tag asks libxml2 alone.)"""
+    return next(root.iterchildren("body"), root)
+
+
 def shows_text(root: Any) -> bool:
     """Whether the page's body shows any text at all (scripts, styles and raw-text elements aside).
     Asked of a fresh tree only when the story comes out empty, so it costs nothing on other pages."""
-    body = root.find("body")
-    if body is None:
-        body = root
+    body = _body(root)
     etree.strip_elements(body, *_INVISIBLE, with_tail=False)
     return any(text.strip() and normalize(text) for text in body.itertext())  # stops at the first word
 
 
 def main_text(root: Any) -> str:
-    body = root.find("body")
-    if body is None:
-        body = root
+    body = _body(root)
     etree.strip_elements(body, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False)
     # One walk finds the controls (for consent banners) and the headers and footers (for _unwrap).
     found = list(body.iter("button", "input", "header", "footer"))
@@ -603,8 +605,9 @@ def _joins_break(element: Any, removed: set) -> bool:
 def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
     """The container's text, block by block; what is inside a `removed` element is left out, its tail kept."""
     lines: list[str] = []
-    current: list[str] = []
+    current: list[str] = []  # the pieces of the line being read, all of `owner`'s text
     owner = None
+    current_kind = _OMIT
     outer = container  # the block the container's own text belongs to (as _walk saw it)
     while outer is not None and outer.tag not in _BLOCK:
         outer = outer.getparent()
@@ -641,13 +644,21 @@ def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
             if block is not owner and not text.strip():
                 continue  # whitespace before a block's first word is layout
             if current:
-                lines.append("".join(current))
+                _add_line(lines, "".join(current), current_kind)
             current = ["- "] if kind == _ITEM and block is not owner else []
-            owner = block
-        # Line breaks inside a text node are layout (but in <pre>); other runs of whitespace
-        # are collapsed by normalize_block, so a printable node needs no work here.
-        current.append(text if kind == _PRE or text.isprintable() else _SPACE.sub(" ", text))
+            owner, current_kind = block, kind
+        current.append(text)
     if current:
-        lines.append("".join(current))
-    story = normalize_block("\n".join(lines))
-    return "\n".join(line for line in story.split("\n") if line.lower() not in _LABELS)
+        _add_line(lines, "".join(current), current_kind)
+    return "\n".join(line for line in lines if line and line.lower() not in _LABELS)
+
+
+def _add_line(lines: list, text: str, kind: int) -> None:
+    """One emitted line of a block's text, normalised: line breaks inside it are layout (but in <pre>,
+    where each is a line of the code), and so is every other run of whitespace."""
+    if kind == _PRE:
+        lines.extend(normalize(line) for line in text.splitlines())
+    else:
+        # (Whitespace is made spaces before normalize drops controls, so a control that is whitespace
+        # separates words.)
+        lines.append(normalize(text if text.isprintable() else _SPACE.sub(" ", text)))
