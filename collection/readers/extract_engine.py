@@ -403,12 +403,16 @@ def _fitness(values: dict, chains: dict, damp: dict, order: list, dropped: set) 
     fitness = dict.fromkeys(order, 0.0)
     for block, value in values.items():
         fitness[block] += value * damp[block]
-    for element in reversed(chains):
-        chain = chains[element]
+    for element, chain in reversed(chains.items()):
         if len(chain) > 1 and element not in dropped:
             fitness[chain[1]] += fitness[element]
     if dropped:
-        for element in [element for element, chain in chains.items() if not dropped.isdisjoint(chain)]:
+        # Top-down, so each element asks only its parent (a chain is as long as the page is deep).
+        inside = set()
+        for element, chain in chains.items():
+            if element in dropped or len(chain) > 1 and chain[1] in inside:
+                inside.add(element)
+        for element in inside:
             del fitness[element]
     return fitness
 
@@ -515,48 +519,18 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
     # Per open element: (its text's block, link kind 0/1/2, whether it is inside a link); the first entry
     # stands for the parent of `body`. An inline element shares its parent's entry.
     stack: list = [(None, 0, False)]
+    # The open elements themselves. The tree is walked in document order by lxml's iter(), which gives no
+    # "end" of an element: an element ends when one comes whose parent it is not, and its tail comes then.
+    # (Half the steps of iterwalk's start and end events, each a tuple.)
+    open_elements: list = []
+    top = None
     # (Hot loop: every name it uses is a local, and a text with no letters costs two tests.)
     push, pop, entry_of = stack.append, stack.pop, blocks.get
     unmarked, unmarked_but_class, known = _MARKS.isdisjoint, _MARKS_BUT_CLASS.isdisjoint, _NAMES.get
     block_tags, landmark_tags, heading_tags = _BLOCK, _LANDMARKS, _HEADINGS
     wide, document = _WIDE.findall, _DOCUMENT.search
-    for event, element in etree.iterwalk(body, events=("start", "end")):
-        if event == "start":
-            parent = stack[-1]
-            tag = element.tag
-            if tag in block_tags:
-                owner = (element, 1, True) if parent[2] else (element, 0, False)
-                if tag in landmark_tags:
-                    landmarks.append(element)
-                elif tag in heading_tags:
-                    headings.append(element)
-            elif tag == "a":
-                owner = (parent[0], 2 if document(element.get("href") or "") else 1, True)
-            else:
-                owner = parent
-            push(owner)
-            keys = element.keys()
-            if keys and not unmarked(keys):
-                if unmarked_but_class(keys):
-                    # Most are marked by a class alone, already known to name nothing: not listed. The class
-                    # of those listed goes with them, so it is read once.
-                    names = element.get("class") or ""
-                    if known(names, 1):
-                        marked.append((element, keys, names))
-                else:
-                    marked.append((element, keys, None))
-            text = element.text
-        else:
-            if element is body:
-                break  # the body's own tail is not in it
-            pop()
-            owner = stack[-1]
-            text = element.tail
-        if not text:
-            continue
-        stripped = text.strip()
-        if not stripped:
-            continue
+
+    def count(owner: tuple, text: str, stripped: str) -> None:
         length = len(stripped)
         if not stripped.isascii():
             length += 2 * len(wide(stripped))
@@ -573,6 +547,55 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
         entry[2] = text
         if not entry[3] and " " in stripped:
             entry[3] = True
+
+    for element in body.iter():
+        parent_element = element.getparent() if top is not None else None
+        while top is not parent_element:  # the open elements that are not this one's ancestors end here
+            ended = open_elements.pop()
+            pop()
+            top = open_elements[-1]
+            text = ended.tail
+            if text:
+                stripped = text.strip()
+                if stripped:
+                    count(stack[-1], text, stripped)
+        parent = stack[-1]
+        tag = element.tag
+        if tag in block_tags:
+            owner = (element, 1, True) if parent[2] else (element, 0, False)
+            if tag in landmark_tags:
+                landmarks.append(element)
+            elif tag in heading_tags:
+                headings.append(element)
+        elif tag == "a":
+            owner = (parent[0], 2 if document(element.get("href") or "") else 1, True)
+        else:
+            owner = parent
+        push(owner)
+        open_elements.append(element)
+        top = element
+        keys = element.keys()
+        if keys and not unmarked(keys):
+            if unmarked_but_class(keys):
+                # Most are marked by a class alone, already known to name nothing: not listed. The class
+                # of those listed goes with them, so it is read once.
+                names = element.get("class") or ""
+                if known(names, 1):
+                    marked.append((element, keys, names))
+            else:
+                marked.append((element, keys, None))
+        text = element.text
+        if text:
+            stripped = text.strip()
+            if stripped:
+                count(owner, text, stripped)
+    for ended in reversed(open_elements[1:]):  # the last ones end with the page (the body's own tail is not in it)
+        pop()
+        text = ended.tail
+        if text:
+            stripped = text.strip()
+            if stripped:
+                count(stack[-1], text, stripped)
     if marked and marked[0][0] is body:
         del marked[0]  # only the elements below `body` are listed
     return blocks, marked, landmarks, headings
