@@ -154,9 +154,9 @@ def normalize(text: str | None) -> str:
         # Printable text holds no controls (they are all unprintable), and its only whitespace is " "
         # (every other whitespace character is unprintable): the two scans below would change nothing.
         # (Printable ASCII is already NFC.)
-        return text.strip() if "  " not in text else _WHITESPACE.sub(" ", text).strip()
-    text = _CONTROLS.sub("", text)
-    return _WHITESPACE.sub(" ", text).strip()
+        return text.strip() if "  " not in text else " ".join(text.split())
+    # (split() cuts at exactly the whitespace \s matches, checked over every code point, and faster.)
+    return " ".join(_CONTROLS.sub("", text).split())
 
 
 def normalize_block(text: str | None) -> str:
