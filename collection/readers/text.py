@@ -152,7 +152,7 @@ def normalize(text: str | None) -> str:
         text = unicodedata.normalize("NFC", text)
     if text.isprintable():
         # Printable text holds no controls (they are all unprintable), and its only whitespace is " "
-        # (every other whitespace character is unprintable): the two scans below would change nothing.
+        # (every other whitespace character is unprintable): the control scan below would change nothing.
         # (Printable ASCII is already NFC.)
         return text.strip() if "  " not in text else " ".join(text.split())
     # (split() cuts at exactly the whitespace \s matches, checked over every code point, and faster.)
