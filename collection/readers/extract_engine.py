@@ -519,11 +519,6 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
     # Per open element: (its text's block, link kind 0/1/2, whether it is inside a link); the first entry
     # stands for the parent of `body`. An inline element shares its parent's entry.
     stack: list = [(None, 0, False)]
-    # The open elements themselves. The tree is walked in document order by lxml's iter(), which gives no
-    # "end" of an element: an element ends when one comes whose parent it is not, and its tail comes then.
-    # (Half the steps of iterwalk's start and end events, each a tuple.)
-    open_elements: list = []
-    top = None
     # (Hot loop: every name it uses is a local, and a text with no letters costs two tests.)
     push, pop, entry_of = stack.append, stack.pop, blocks.get
     unmarked, unmarked_but_class, known = _MARKS.isdisjoint, _MARKS_BUT_CLASS.isdisjoint, _NAMES.get
@@ -548,8 +543,21 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
         if not entry[3] and " " in stripped:
             entry[3] = True
 
-    for element in body.iter():
-        parent_element = element.getparent() if top is not None else None
+    # The body opens the walk (its own attributes are not listed: only the elements below it are). It is the
+    # <body> or the <html> element, both blocks.
+    push((body, 0, False) if body.tag in block_tags else stack[0])
+    # The open elements themselves. The tree is walked in document order by lxml's iterdescendants(), which gives no
+    # "end" of an element: an element ends when one comes whose parent it is not, and its tail comes then.
+    # (Half the steps of iterwalk's start and end events, each a tuple.)
+    open_elements: list = [body]
+    top = body
+    text = body.text
+    if text:
+        stripped = text.strip()
+        if stripped:
+            count(stack[-1], text, stripped)
+    for element in body.iterdescendants():
+        parent_element = element.getparent()
         while top is not parent_element:  # the open elements that are not this one's ancestors end here
             ended = open_elements.pop()
             pop()
@@ -596,8 +604,6 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
             stripped = text.strip()
             if stripped:
                 count(stack[-1], text, stripped)
-    if marked and marked[0][0] is body:
-        del marked[0]  # only the elements below `body` are listed
     return blocks, marked, landmarks, headings
 
 
