@@ -546,9 +546,9 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
     # The body opens the walk (its own attributes are not listed: only the elements below it are). It is the
     # <body> or the <html> element, both blocks.
     push((body, 0, False) if body.tag in block_tags else stack[0])
-    # The open elements themselves. The tree is walked in document order by lxml's iterdescendants(), which gives no
-    # "end" of an element: an element ends when one comes whose parent it is not, and its tail comes then.
-    # (Half the steps of iterwalk's start and end events, each a tuple.)
+    # The open elements themselves. The tree is walked in document order by lxml's iterdescendants(),
+    # which gives no "end" of an element: an element ends when one comes whose parent it is not, and its
+    # tail comes then. (Half the steps of iterwalk's start and end events, each a tuple.)
     open_elements: list = [body]
     top = body
     text = body.text
@@ -597,7 +597,7 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
             stripped = text.strip()
             if stripped:
                 count(owner, text, stripped)
-    for ended in reversed(open_elements[1:]):  # the last ones end with the page (the body's own tail is not in it)
+    for ended in reversed(open_elements[1:]):  # the last ones end with the page (the body's tail is not in it)
         pop()
         text = ended.tail
         if text:
