@@ -106,6 +106,9 @@ NORMALIZE = [
     ("Cafe\u0301", "Café"),  # NFC
     ("a\u00a0b\u2003c", "a b c"),
     ("a\x00b\x1fc\x85d", "abcd"),
+    (" caf\u00e9  cr\u00e8me ", "caf\u00e9 cr\u00e8me"),  # printable, not ASCII: runs of spaces still collapse
+    ("Cafe\u0301  au lait", "Caf\u00e9 au lait"),  # NFC first, then the printable text's runs
+    ("a\ufffeb\uffff", "ab"),  # noncharacters never reach a row
     ("", ""),
     (None, ""),
 ]

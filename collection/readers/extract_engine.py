@@ -57,7 +57,7 @@ from typing import Any
 
 from lxml import etree
 
-from collection.readers.text import BLOCK_TAGS, normalize, normalize_block
+from collection.readers.text import BLOCK_TAGS, normalize
 
 # Never shown, or shown as literal markup: dropped before anything looks at the text.
 _INVISIBLE = ("script", "style", "noscript", "template", "head", "title", "noframes", "noembed", "xmp")
@@ -129,20 +129,22 @@ _HEADINGS = frozenset(("h2", "h3", "h4", "h5", "h6"))
 _string = etree.XPath("string()")
 
 
+def _body(root: Any) -> Any:
+    """The page's <body>, else the document element. (lxml's find() parses its path in Python each time:
+    a child iterator with a tag asks libxml2 alone.)"""
+    return next(root.iterchildren("body"), root)
+
+
 def shows_text(root: Any) -> bool:
     """Whether the page's body shows any text at all (scripts, styles and raw-text elements aside).
     Asked of a fresh tree only when the story comes out empty, so it costs nothing on other pages."""
-    body = root.find("body")
-    if body is None:
-        body = root
+    body = _body(root)
     etree.strip_elements(body, *_INVISIBLE, with_tail=False)
     return any(text.strip() and normalize(text) for text in body.itertext())  # stops at the first word
 
 
 def main_text(root: Any) -> str:
-    body = root.find("body")
-    if body is None:
-        body = root
+    body = _body(root)
     etree.strip_elements(body, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False)
     # One walk finds the controls (for consent banners) and the headers and footers (for _unwrap).
     found = list(body.iter("button", "input", "header", "footer"))
@@ -153,8 +155,8 @@ def main_text(root: Any) -> str:
     if not blocks:
         return ""
     mains = []
-    for element, keys in marked:
-        level = _is_boilerplate(element, keys)
+    for element, keys, names in marked:
+        level = _is_boilerplate(element, keys, names)
         if level:
             strength.setdefault(element, level)
         elif "role" in keys and element.get("role") == "main":
@@ -401,41 +403,48 @@ def _fitness(values: dict, chains: dict, damp: dict, order: list, dropped: set) 
     fitness = dict.fromkeys(order, 0.0)
     for block, value in values.items():
         fitness[block] += value * damp[block]
-    for element in reversed(chains):
-        chain = chains[element]
+    for element, chain in reversed(chains.items()):
         if len(chain) > 1 and element not in dropped:
             fitness[chain[1]] += fitness[element]
     if dropped:
-        for element in [element for element, chain in chains.items() if not dropped.isdisjoint(chain)]:
+        # Top-down, so each element asks only its parent (a chain is as long as the page is deep).
+        inside = set()
+        for element, chain in chains.items():
+            if element in dropped or len(chain) > 1 and chain[1] in inside:
+                inside.add(element)
+        for element in inside:
             del fitness[element]
     return fitness
 
 
-def _is_boilerplate(element: Any, keys: list) -> int:
+def _is_boilerplate(element: Any, keys: list, names: str | None = None) -> int:
     """2: surely boilerplate (a dialog, a cookie notice); 1: named like boilerplate; 0: no sign.
-    `keys` are the element's attribute names."""
-    if "role" in keys:
-        role = element.get("role")
-        if role and role.strip().lower() in _ROLES:
-            return 2
-    if "hidden" in keys or "aria-hidden" in keys and element.get("aria-hidden") == "true":
-        return 1
-    if "style" in keys:
-        style = element.get("style")
-        if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
-            return 2
-    # (An attribute the element lacks is not asked for: each get costs as much as the rest of this check.
-    # A class alone is its own key: its words' verdict is the same with or without the id's empty words.)
-    names = element.get("class") or "" if "class" in keys else ""
-    if "id" in keys:
-        names = f"{names} {element.get('id') or ''}"
+    `keys` are the element's attribute names; `names` its class when that is its only mark (_MARKS),
+    as _walk read it (each attribute read costs as much as the rest of this check)."""
+    if names is None:
+        if "role" in keys:
+            role = element.get("role")
+            if role and role.strip().lower() in _ROLES:
+                return 2
+        if "hidden" in keys or "aria-hidden" in keys and element.get("aria-hidden") == "true":
+            return 1
+        if "style" in keys:
+            style = element.get("style")
+            if style and "none" in style and _SPACE.sub("", style).lower().find("display:none") >= 0:
+                return 2
+        # (An attribute the element lacks is not asked for. A class alone is its own key: its words'
+        # verdict is the same with or without the id's empty words.)
+        names = element.get("class") or "" if "class" in keys else ""
+        if "id" in keys:
+            names = f"{names} {element.get('id') or ''}"
     strength = _NAMES.get(names)
     if strength is None:
         strength = _name_strength(names) if names.strip() else 0
         if len(_NAMES) >= _REMEMBER:
             _NAMES.clear()
         _NAMES[names] = strength
-    if strength and (element.tag in ("body", "html", "article", "main") or element.get("itemprop") == "articleBody"):
+    if strength and (element.tag in ("body", "html", "article", "main")
+                     or "itemprop" in keys and element.get("itemprop") == "articleBody"):
         return 0
     return strength
 
@@ -494,7 +503,8 @@ def _word_strength(word: str) -> int:
 
 def _walk(body: Any) -> tuple[dict, list, list, list]:
     """The page's blocks, and (in document order) the elements below `body` with an attribute that can name
-    them (_MARKS), its <form>, <h1> and <main> elements, and its <h2>-<h6>: one walk over the tree, since
+    them (_MARKS; each with its attribute names and, when its class is its only mark, the class), its <form>,
+    <h1> and <main> elements, and its <h2>-<h6>: one walk over the tree, since
     every further walk costs about a tenth of the parse however little it does at each element.
 
     Blocks: block element -> [weight, link weight, last text, whether any text had a space, whether it
@@ -514,37 +524,8 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
     unmarked, unmarked_but_class, known = _MARKS.isdisjoint, _MARKS_BUT_CLASS.isdisjoint, _NAMES.get
     block_tags, landmark_tags, heading_tags = _BLOCK, _LANDMARKS, _HEADINGS
     wide, document = _WIDE.findall, _DOCUMENT.search
-    for event, element in etree.iterwalk(body, events=("start", "end")):
-        if event == "start":
-            parent = stack[-1]
-            tag = element.tag
-            if tag in block_tags:
-                owner = (element, 1, True) if parent[2] else (element, 0, False)
-                if tag in landmark_tags:
-                    landmarks.append(element)
-                elif tag in heading_tags:
-                    headings.append(element)
-            elif tag == "a":
-                owner = (parent[0], 2 if document(element.get("href") or "") else 1, True)
-            else:
-                owner = parent
-            push(owner)
-            keys = element.keys()
-            # (Most such elements are marked by a class alone, already known to name nothing: not listed.)
-            if keys and not unmarked(keys) and (not unmarked_but_class(keys) or known(element.get("class") or "", 1)):
-                marked.append((element, keys))
-            text = element.text
-        else:
-            if element is body:
-                break  # the body's own tail is not in it
-            pop()
-            owner = stack[-1]
-            text = element.tail
-        if not text:
-            continue
-        stripped = text.strip()
-        if not stripped:
-            continue
+
+    def count(owner: tuple, text: str, stripped: str) -> None:
         length = len(stripped)
         if not stripped.isascii():
             length += 2 * len(wide(stripped))
@@ -561,8 +542,68 @@ def _walk(body: Any) -> tuple[dict, list, list, list]:
         entry[2] = text
         if not entry[3] and " " in stripped:
             entry[3] = True
-    if marked and marked[0][0] is body:
-        del marked[0]  # only the elements below `body` are listed
+
+    # The body opens the walk (its own attributes are not listed: only the elements below it are). It is the
+    # <body> or the <html> element, both blocks.
+    push((body, 0, False) if body.tag in block_tags else stack[0])
+    # The open elements themselves. The tree is walked in document order by lxml's iterdescendants(),
+    # which gives no "end" of an element: an element ends when one comes whose parent it is not, and its
+    # tail comes then. (Half the steps of iterwalk's start and end events, each a tuple.)
+    open_elements: list = [body]
+    top = body
+    text = body.text
+    if text:
+        stripped = text.strip()
+        if stripped:
+            count(stack[-1], text, stripped)
+    for element in body.iterdescendants():
+        parent_element = element.getparent()
+        while top is not parent_element:  # the open elements that are not this one's ancestors end here
+            ended = open_elements.pop()
+            pop()
+            top = open_elements[-1]
+            text = ended.tail
+            if text:
+                stripped = text.strip()
+                if stripped:
+                    count(stack[-1], text, stripped)
+        parent = stack[-1]
+        tag = element.tag
+        if tag in block_tags:
+            owner = (element, 1, True) if parent[2] else (element, 0, False)
+            if tag in landmark_tags:
+                landmarks.append(element)
+            elif tag in heading_tags:
+                headings.append(element)
+        elif tag == "a":
+            owner = (parent[0], 2 if document(element.get("href") or "") else 1, True)
+        else:
+            owner = parent
+        push(owner)
+        open_elements.append(element)
+        top = element
+        keys = element.keys()
+        if keys and not unmarked(keys):
+            if unmarked_but_class(keys):
+                # Most are marked by a class alone, already known to name nothing: not listed. The class
+                # of those listed goes with them, so it is read once.
+                names = element.get("class") or ""
+                if known(names, 1):
+                    marked.append((element, keys, names))
+            else:
+                marked.append((element, keys, None))
+        text = element.text
+        if text:
+            stripped = text.strip()
+            if stripped:
+                count(owner, text, stripped)
+    for ended in reversed(open_elements[1:]):  # the last ones end with the page (the body's tail is not in it)
+        pop()
+        text = ended.tail
+        if text:
+            stripped = text.strip()
+            if stripped:
+                count(stack[-1], text, stripped)
     return blocks, marked, landmarks, headings
 
 
@@ -593,8 +634,9 @@ def _joins_break(element: Any, removed: set) -> bool:
 def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
     """The container's text, block by block; what is inside a `removed` element is left out, its tail kept."""
     lines: list[str] = []
-    current: list[str] = []
+    current: list[str] = []  # the pieces of the line being read, all of `owner`'s text
     owner = None
+    current_kind = _OMIT
     outer = container  # the block the container's own text belongs to (as _walk saw it)
     while outer is not None and outer.tag not in _BLOCK:
         outer = outer.getparent()
@@ -631,13 +673,21 @@ def _emit(container: Any, blocks: dict, captions: bool, removed: set) -> str:
             if block is not owner and not text.strip():
                 continue  # whitespace before a block's first word is layout
             if current:
-                lines.append("".join(current))
+                _add_line(lines, "".join(current), current_kind)
             current = ["- "] if kind == _ITEM and block is not owner else []
-            owner = block
-        # Line breaks inside a text node are layout (but in <pre>); other runs of whitespace
-        # are collapsed by normalize_block, so a printable node needs no work here.
-        current.append(text if kind == _PRE or text.isprintable() else _SPACE.sub(" ", text))
+            owner, current_kind = block, kind
+        current.append(text)
     if current:
-        lines.append("".join(current))
-    story = normalize_block("\n".join(lines))
-    return "\n".join(line for line in story.split("\n") if line.lower() not in _LABELS)
+        _add_line(lines, "".join(current), current_kind)
+    return "\n".join(line for line in lines if line and line.lower() not in _LABELS)
+
+
+def _add_line(lines: list, text: str, kind: int) -> None:
+    """One emitted line of a block's text, normalised: line breaks inside it are layout (but in <pre>,
+    where each is a line of the code), and so is every other run of whitespace."""
+    if kind == _PRE:
+        lines.extend(normalize(line) for line in text.splitlines())
+    else:
+        # (Whitespace is made spaces before normalize drops controls, so a control that is whitespace
+        # separates words. split() cuts at the same whitespace as the pattern \s, in a third of the time.)
+        lines.append(normalize(text if text.isprintable() else " ".join(text.split())))
