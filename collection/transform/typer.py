@@ -48,7 +48,8 @@ class T:
     value: int | None = None       # the integer literal's value
 
     def plain(self) -> "T":
-        return T(self.name)
+        # a frozen value: one already plain is its own plain form (no new object on the hot path)
+        return self if self.lit is None and self.value is None else T(self.name)
 
 
 def is_int(t: T) -> bool:
@@ -466,14 +467,16 @@ class _Typer:
             if isinstance(it.expr, P.Star):
                 cols.extend(self._star(it, rels))
                 continue
-            t = self.expr(it.expr, scope)
-            if it.alias is not None:
-                name = it.alias
-            elif isinstance(it.expr, P.Column):
-                name = scope.resolve(it.expr)[2]
-            elif not named:
-                name = ""
+            if type(it.expr) is P.Column:
+                # resolved once for its type and its own name (the SELECT clause never reads aliases)
+                _, t, own = scope.resolve(it.expr, self)
+                name = it.alias if it.alias is not None else own
             else:
+                t = self.expr(it.expr, scope)
+                name = it.alias
+            if name is None and not named:
+                name = ""
+            elif name is None:
                 raise TypeFailure("TRANSFORM_SQL_UNNAMED_COLUMN",
                                   f"the select item {self._text(it.expr)!r} has no name; write "
                                   f"{self._text(it.expr)} as <column name>", it.pos)
@@ -922,6 +925,8 @@ class _Typer:
 
 def _has_agg(e) -> bool:
     kind = type(e)
+    if kind is P.Column or kind is P.Literal:
+        return False              # most select items: no children to look into
     if kind is tuple:
         values = e
     elif kind is P.Func and e.name in AGGREGATES:
@@ -988,6 +993,13 @@ class _Scope:
                               f"(its columns: {', '.join(c for c, _ in r.columns)})", col.pos)
         name = col.parts[0]
         key = name.lower()
+        if len(self.rels) == 1:
+            only = self.rels[0]
+            if key not in only.hidden:
+                named = only.named(key)
+                if len(named) == 1:
+                    c, t = named[0]
+                    return 0, t, c
         hits = [(k, c, t) for k, r in enumerate(self.rels) if key not in r.hidden for c, t in r.named(key)]
         if len(hits) == 1:
             k, c, t = hits[0]
