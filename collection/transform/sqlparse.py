@@ -547,20 +547,22 @@ class Parser:
 
     def select_item(self) -> Item:
         t = self.tok
-        if self.is_op("*"):
+        kind = t.kind
+        if kind == "op" and t.value == "*":
             self.next()
             self.star_modifiers()
             return Item(t.pos, t.end, Star(t.pos, t.end, None), None)
-        if t.kind in ("ident", "qident") and self.peek().kind == "op" and self.peek().value == "." \
-                and self.peek(2).kind == "op" and self.peek(2).value == "*":
-            if t.kind == "ident" and t.value in RESERVED:
-                raise self.syntax("expected an expression")
-            self.next(), self.next()
-            end = self.next().end
-            self.star_modifiers()
-            return Item(t.pos, end, Star(t.pos, end, self.name_of(t)), None)
-        if self.is_word("columns"):
-            raise self.unsupported("COLUMNS(…)")
+        if kind == "ident" or kind == "qident":
+            dot = self.toks[self.i + 1]            # t is not the end, so a token follows
+            if dot.kind == "op" and dot.value == "." and self.peek(2).kind == "op" and self.peek(2).value == "*":
+                if kind == "ident" and t.value in RESERVED:
+                    raise self.syntax("expected an expression")
+                self.next(), self.next()
+                end = self.next().end
+                self.star_modifiers()
+                return Item(t.pos, end, Star(t.pos, end, self.name_of(t)), None)
+            if kind == "ident" and t.value == "columns":
+                raise self.unsupported("COLUMNS(…)")
         e = self.expr()
         alias, apos = self.alias(after_expr=True)
         return Item(e.pos, self.last_end, e, alias, apos)
@@ -906,6 +908,8 @@ class Parser:
 
     def primary(self) -> Node:
         t = self.tok
+        if t.kind == "ident" and t.value not in _PRIMARY_WORDS:
+            return self.column_or_call()      # a column or a function call: no case below applies
         if t.kind == "number":
             self.next()
             text = t.text
@@ -1020,11 +1024,15 @@ class Parser:
 
     def column_or_call(self) -> Node:
         t = self.next()
-        name = self.name_of(t)
-        if self.is_op("(") and t.kind == "ident":
+        name = t.value if t.kind == "qident" else t.text
+        after = self.tok
+        if after.kind == "op" and after.value == "(" and t.kind == "ident":
             return self.call(t)
-        if t.kind == "ident" and t.value in NO_COLUMN and not self.is_op("."):
-            raise ParseError("syntax", f"{t.text!r} is a keyword, not a column name; quote it: \"{t.text}\"", t.pos)
+        if after.kind != "op" or after.value != ".":                 # one part: the common case
+            if t.kind == "ident" and t.value in NO_COLUMN:
+                raise ParseError("syntax", f"{t.text!r} is a keyword, not a column name; quote it: \"{t.text}\"",
+                                 t.pos)
+            return Column(t.pos, t.end, (name,))
         parts = [name]
         while self.is_op("."):
             self.next()
