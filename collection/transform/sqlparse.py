@@ -43,19 +43,22 @@ class Token(NamedTuple):
 # quoted form ('[^']*(?:''[^']*)*'), none can backtrack, so tokenizing is linear in the text.
 # Whitespace and comments are the optional prefix of each match, not matches of their own (half
 # as many matches); `\Z` ends the text after a trailing prefix. Nothing backtracks into the
-# prefix: `bad` or `\Z` matches after it whatever follows.
+# prefix: `bad` or `\Z` matches after it whatever follows. No two alternatives can start at one
+# character ("." is an operator only when no digit follows, else a number), so their order is
+# free: the commonest first. A token is the match's one group, by number: _IDENT, _OP, ….
 _TOKEN = re.compile(r"""
-    (?:[ \t\r\n\f\v]+|--[^\n]*|/\*.*?\*/)*
+    [ \t\r\n\f\v]*(?:(?:--[^\n]*|/\*.*?\*/)[ \t\r\n\f\v]*)*
     (?:
-      (?P<string>'[^']*(?:''[^']*)*')
-    | (?P<qident>"[^"]*(?:""[^"]*)*")
+      (?P<ident>[^\W\d][\w$]*)
+    | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,;<>=\[\]{}:|&^~!?@$\#]|\.(?![0-9]))
     | (?P<number>(?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-    | (?P<ident>[^\W\d][\w$]*)
-    | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,.;<>=\[\]{}:|&^~!?@$\#])
+    | (?P<string>'[^']*(?:''[^']*)*')
+    | (?P<qident>"[^"]*(?:""[^"]*)*")
     | (?P<bad>.)
     | \Z
     )
 """, re.VERBOSE | re.DOTALL)
+_IDENT, _OP, _NUMBER, _STRING, _QIDENT = (_TOKEN.groupindex[k] for k in ("ident", "op", "number", "string", "qident"))
 _new_token = tuple.__new__       # Token(...) without NamedTuple's Python-level __new__ (the hot path)
 
 
@@ -65,24 +68,25 @@ def tokenize(sql: str) -> list[Token]:
     n = len(sql)
     # `bad` matches any one character, so finditer leaves no gap: each match starts where the
     # previous ended, and `bad` is exactly where no token can start; the match of `\Z` alone
-    # (no group) is the last
+    # (no group) is the last. A token ends where its match does.
     for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup
-        if kind is None:
+        group = m.lastindex
+        if group is None:
             break
-        i, j = m.span(kind)
-        text = m.group(kind)
-        if kind == "ident":
+        text = m[group]
+        j = m.end()
+        i = j - len(text)
+        if group == _IDENT:
             append(_new_token(Token, ("ident", text, text.lower(), i, j)))
-        elif kind == "op":
+        elif group == _OP:
             append(_new_token(Token, ("op", text, text, i, j)))
-        elif kind == "number":
+        elif group == _NUMBER:
             if j < n and (sql[j].isalnum() or sql[j] == "_"):
                 raise ParseError("unsupported", f"the number {sql[i:j + 1]!r}… (a number must not run into a name)", i)
             append(_new_token(Token, ("number", text, text, i, j)))
-        elif kind == "string":
+        elif group == _STRING:
             append(_new_token(Token, ("string", text, text[1:-1].replace("''", "'"), i, j)))
-        elif kind == "qident":
+        elif group == _QIDENT:
             value = text[1:-1].replace('""', '"')
             if value == "":
                 raise ParseError("syntax", "an empty quoted identifier", i)
