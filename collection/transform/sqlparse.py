@@ -469,6 +469,9 @@ class Parser:
         body = self.set_expr()
         order: list[OrderItem] = []
         limit = offset = None
+        if self.tok.kind != "ident":          # no ORDER BY, LIMIT or OFFSET
+            self.leave()
+            return Query(start, self.last_end, tuple(ctes), body, (), None, None)
         if self.accept_word("order"):
             self.expect_word("by")
             while True:
@@ -532,6 +535,8 @@ class Parser:
         group: list[Node] = []
         if self.accept_word("from"):
             from_ = self.from_clause()
+        if self.tok.kind != "ident":          # every clause below starts with a word
+            return Select(start, self.last_end, distinct, tuple(items), from_, where, tuple(group), having)
         if self.accept_word("where"):
             where = self.expr()
         if self.accept_word("group"):
@@ -544,9 +549,8 @@ class Parser:
                     break
         if self.accept_word("having"):
             having = self.expr()
-        for word in ("window", "qualify", "sample", "using"):
-            if self.is_word(word):
-                raise self.unsupported(word.upper())
+        if self.is_word("window", "qualify", "sample", "using"):
+            raise self.unsupported(self.tok.value.upper())
         return Select(start, self.last_end, distinct, tuple(items), from_, where, tuple(group), having)
 
     def select_item(self) -> Item:
@@ -576,6 +580,9 @@ class Parser:
             raise self.unsupported(f"* {self.tok.value.upper()}")
 
     def alias(self, after_expr: bool) -> tuple[str | None, int | None]:
+        kind = self.tok.kind
+        if kind == "op" or kind == "eof":
+            return None, None                 # no alias: mostly a "," or ")" follows
         if self.accept_word("as"):
             t = self.tok
             if not after_expr and t.kind == "ident" and t.value in NO_TABLE_ALIAS:
@@ -606,6 +613,8 @@ class Parser:
         left = self.from_primary()
         while True:
             t = self.tok
+            if t.kind != "ident" and (t.kind != "op" or t.value != ","):
+                return left                   # no join follows
             if self.accept_op(","):
                 right = self.from_primary()
                 left = Join(left.pos, right.end, "cross", left, right, None, None)
@@ -695,7 +704,9 @@ class Parser:
     # -- expressions
     def expr(self) -> Node:
         t = self.tok
-        self.enter(t.pos)
+        self.depth += 1                       # self.enter(t.pos), inline: expr is the hottest entry
+        if self.depth > MAX_DEPTH:
+            raise ParseError("unsupported", f"nesting deeper than {MAX_DEPTH} levels", t.pos)
         if t.kind == "ident" and t.value == "not":
             e = self.or_expr()
         else:
@@ -707,7 +718,7 @@ class Parser:
             nt = self.tok
             if nt.value in _CONTINUES and nt.kind in ("op", "ident"):
                 e = self.or_expr(e)
-        self.leave()
+        self.depth -= 1
         return e
 
     def or_expr(self, first: Node | None = None) -> Node:
