@@ -360,6 +360,8 @@ class Parser:
         self.tok: Token = self.toks[0]       # always self.toks[self.i]: set by next() and _seek()
         self.depth = 0
         self.parens: set[tuple[int, int]] = set()
+        self.tables: list[str] = []          # every FROM table's name, as written, in parse order
+        self.functions: list[str] = []       # every function called, lower case
 
     # -- token helpers
     def _seek(self, i: int) -> None:
@@ -690,6 +692,7 @@ class Parser:
         alias, _ = self.alias(after_expr=False)
         self.no_column_aliases()
         self.no_sampling_or_pivot()
+        self.tables.append(name)
         return TableRef(t.pos, self.last_end if alias else end, name, alias)
 
     def no_sampling_or_pivot(self) -> None:
@@ -1017,6 +1020,7 @@ class Parser:
         self.expect_word("from")
         e = self.expr()
         self.expect_op(")")
+        self.functions.append("date_part")
         return Func(t.pos, self.last_end, "date_part", (part, e), name_pos=t.pos)
 
     def case(self) -> Node:
@@ -1082,6 +1086,7 @@ class Parser:
                     if self.accept_word("for"):
                         args.append(self.expr())
                     self.expect_op(")")
+                    self.functions.append(name)
                     return Func(t.pos, self.last_end, name, tuple(args), name_pos=t.pos)
             else:
                 args.append(self.expr())
@@ -1094,6 +1099,7 @@ class Parser:
         self.expect_op(")")
         if self.is_word("filter", "over", "within"):
             raise self.unsupported(f"{self.tok.value.upper()} on a function call")
+        self.functions.append(name)
         return Func(t.pos, self.last_end, name, tuple(args), distinct, star, t.pos)
 
 
@@ -1102,11 +1108,26 @@ def _respan(e: Node, pos: int, end: int) -> Node:
     return dataclasses.replace(e, pos=pos, end=end)
 
 
+@dataclass(frozen=True)
+class Statement:
+    """A parsed statement with the names the parser met on the way, so a check that needs only
+    names (does it read anything but sources, call anything unknown?) need not walk the tree."""
+    query: Query
+    tables: tuple[str, ...]          # every FROM table's name as written (WITH queries' included)
+    functions: tuple[str, ...]       # every function called, lower case
+
+
 def parse(sql: str) -> Query:
     """The one statement of `sql`, or ParseError."""
-    query = Parser(sql).statement()
-    _check_depth(query)
-    return query
+    return parse_statement(sql).query
+
+
+def parse_statement(sql: str) -> Statement:
+    """The one statement of `sql` and the names in it, or ParseError."""
+    parser = Parser(sql)
+    query = parser.statement()
+    _check_depth(query, len(parser.toks) - 1)
+    return Statement(query, tuple(parser.tables), tuple(parser.functions))
 
 
 _SCALAR_FIELDS = frozenset({"int", "str", "bool", "str | None", "int | None"})
@@ -1128,9 +1149,17 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _check_depth(root: Node) -> None:
+def _check_depth(root: Node, tokens: int) -> None:
     """Refuse a tree deeper than MAX_TREE_DEPTH before anything walks it recursively. The parser
-    builds a + b + c … and UNION ALL chains in loops, so their depth is bounded only here."""
+    builds a + b + c … and UNION ALL chains in loops, so their depth is bounded only here.
+
+    A statement of few tokens cannot be that deep, so it is not walked: every node spans whole
+    tokens and lies inside its parent's span, strictly so except a query's body, a select item's
+    expression and an ORDER BY item's expression (and a select item's *), whose children are
+    again strictly smaller. So every two levels down lose a token, and a tree over `tokens`
+    tokens is at most 2 * tokens - 1 levels deep (tests/test_transform_sql.py checks the bound)."""
+    if 2 * tokens - 1 <= MAX_TREE_DEPTH:
+        return
     stack: list[tuple[object, int]] = [(root, 0)]
     pop, push = stack.pop, stack.append
     kinds = (Node, tuple)

@@ -223,11 +223,17 @@ class Problem:
     pos: int
 
 
-def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> list[Problem]:
+# the functions the subset types that read nothing outside the dataset
+_SAFE_FUNCTIONS = frozenset(f for f in FUNCTIONS if not forbidden_function(f))
+
+
+def statement_problems(parsed: P.Statement, sources: Mapping[str, Sequence[str]]) -> list[Problem]:
     """Forbidden functions, unknown functions and tables read that are neither a source nor a WITH query."""
+    source_keys = {s.lower() for s in sources}
+    if all(f in _SAFE_FUNCTIONS for f in parsed.functions) and all(t.lower() in source_keys for t in parsed.tables):
+        return []         # the parser met only sources and known functions: the walk below finds nothing
     out: list[Problem] = []
     names = sorted(sources)
-    source_keys = {s.lower() for s in sources}
 
     def walk(node, ctes: frozenset[str]) -> None:
         kind = type(node)
@@ -268,7 +274,7 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
             if isinstance(value, (P.Node, tuple)):
                 walk(value, ctes)
 
-    walk(query, frozenset())
+    walk(parsed.query, frozenset())
     return out
 
 
@@ -315,6 +321,7 @@ class _Ctx:
     def __init__(self, sql: str, sources: Mapping[str, Sequence[str]]):
         self.sql = sql
         self.sources = {k.lower(): (k, list(v)) for k, v in sources.items()}
+        self.may_aggregate = True
 
 
 def quote_ident(name: str) -> str:
@@ -345,8 +352,12 @@ def origin_of(sql: str, item: P.Item) -> Origin:
     return Origin(item.pos, sql[e.pos:e.end], operand)
 
 
-def infer(query: P.Query, sources: Mapping[str, Sequence[str]], sql: str | None = None) -> list[OutColumn]:
+def infer(query: P.Query, sources: Mapping[str, Sequence[str]], sql: str | None = None,
+          functions: Sequence[str] | None = None) -> list[OutColumn]:
+    """The result columns of `query`; `functions`, the names the parser met (Statement.functions),
+    lets a statement that calls no aggregate skip looking for one in each select item."""
     ctx = _Ctx(sql or "", sources)
+    ctx.may_aggregate = functions is None or any(f in AGGREGATES for f in functions)
     cols = _Typer(ctx, sql or "").query(query, {})
     return [OutColumn(c.name, c.t.name if c.t.name != NULL else '"NULL"', c.item.pos, c.expr_text,
                       c.cast_operand) for c in cols]
@@ -499,7 +510,7 @@ class _Typer:
                 g_expr = aliases[g.parts[0].lower()].expr
             self.expr(g_expr, _Scope(rels, s, "GROUP BY", aliases=aliases))
             keys.append(self.key(g_expr, scope))
-        aggregated = bool(s.group_by) or s.having is not None or any(
+        aggregated = bool(s.group_by) or s.having is not None or self.ctx.may_aggregate and any(
             _has_agg(it.expr) for it in s.items if not isinstance(it.expr, P.Star))
         if s.having is not None:
             h = _Scope(rels, s, "HAVING")
