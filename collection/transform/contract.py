@@ -127,8 +127,8 @@ def _check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
         columns = _infer(table, sql, sources, parsed)
     except SqlError as e:
         return [e.finding]
-    return _compare(table, sql, declared, [(c.name, c.type) for c in columns],
-                    [typer.Origin(c.pos, c.expr_text, c.cast_operand) for c in columns])
+    # an OutColumn says where it comes from as an Origin does (pos, expr_text, cast_operand)
+    return _compare(table, sql, declared, [(c.name, c.type) for c in columns], columns)
 
 
 def _compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
@@ -175,7 +175,7 @@ def _origins(sql: str, names: Sequence[str]) -> list[typer.Origin]:
 
 
 def _compare(table: str, sql: str, declared: Sequence[tuple[str, str]], actual: Sequence[tuple[str, str]],
-             origins: Sequence[typer.Origin]) -> list[SqlFinding]:
+             origins: Sequence[typer.Origin | typer.OutColumn]) -> list[SqlFinding]:
     want = [n for n, _ in declared]
     got = [n for n, _ in actual]
     if len(want) != len(got):

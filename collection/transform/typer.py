@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from collection.transform import sqlparse as P
 
@@ -41,8 +41,9 @@ def _type_error(what: str, node: P.Node) -> TypeFailure:
     return TypeFailure("TRANSFORM_SQL_TYPE_ERROR", what, node.pos)
 
 
-@dataclass(frozen=True)
-class T:
+class T(NamedTuple):
+    """A value's type while typing; immutable (a tuple: made on the typer's hot path far more
+    cheaply than a frozen dataclass)."""
     name: str                      # DESCRIBE spelling; "NULL" for an untyped NULL
     lit: str | None = None         # "int" (an adaptable integer literal) or "str" (a string literal)
     value: int | None = None       # the integer literal's value
@@ -50,6 +51,9 @@ class T:
     def plain(self) -> "T":
         # a frozen value: one already plain is its own plain form (no new object on the hot path)
         return self if self.lit is None and self.value is None else T(self.name)
+
+
+_VARCHAR = T("VARCHAR")      # every source column's type (PROV-16), one value shared
 
 
 def is_int(t: T) -> bool:
@@ -424,7 +428,7 @@ class _Typer:
             if key in ctes:
                 cols = list(ctes[key])
             elif key in self.ctx.sources:
-                cols = [(c, T("VARCHAR")) for c in self.ctx.sources[key][1]]
+                cols = [(c, _VARCHAR) for c in self.ctx.sources[key][1]]
             else:
                 raise TypeFailure("TRANSFORM_SQL_UNKNOWN_TABLE", f"{node.name!r} is not a source of the dataset",
                                   node.pos)
