@@ -115,6 +115,48 @@ def _contract_lines(rng: random.Random, sql: str, sources: dict[str, list[str]])
     yield {"parse": _outcome(lambda: sqlparse.parse(sql))}
 
 
+# shapes the generator draws seldom or never: spans that end in a two-word type, quoted names,
+# comments and escapes, every clause; each judged under declarations that all mismatch, so every
+# fix (which quotes the SQL's own text) is in the digest
+EDGES = [
+    "select title::double precision as x, title::character varying as y, page_id::text as z from s",
+    "select cast(title as double precision) as x, cast(title as char varying) as y, page_id from s",
+    "select title::decimal(10,2) as x, title::numeric as y, (title)::int as z, ((title))::bigint as w from s",
+    "select title::timestamp with time zone as x, title::timestamp without time zone as y from s",
+    "select try_cast(title as integer) as x, -cast(title as integer) as y, +1 as z from s",
+    'select "title", s.title, "s"."title" as t2, s.* from s',
+    "select * , title from s",
+    "select title as \"Odd \"\"name\"\"\", 'it''s' as q from s -- trailing\n",
+    "/* lead */ select /* mid */ title /* in */ as x from s /* end */ ;",
+    "select title from s where title like 'a%' and not title ilike 'b%' or title in ('x', 'y')",
+    "select title, count(*) as n from s group by title having count(*) > 1 order by n desc nulls last limit 5 offset 1",
+    "select extract(year from cast(page_fetched_at as date)) as y, substring(title from 2 for 3) as z from s",
+    "select case title when 'a' then 1 when 'b' then 2 else 3 end as k, case when title is null then 'n' end as m from s",
+    "select a.title from s as a join s b on a.page_id = b.page_id left join s c using (page_id)",
+    "with w as (select cast(page_ordinal as integer) as o from s) select o, o + 1 as p, o * 2.5 as q from w",
+    "select title from s union all select page_id from s order by 1",
+    "select cast(page_revision as integer) between 1 and 10 as b, title is not null as nn from s",
+    "select 1e3 as f, 1.50 as d, 2147483648 as big, -9223372036854775808 as small from s",
+    "select coalesce(title, 'x') as c, nullif(title, '') as n, greatest(1, 2) as g, abs(-1) as a from s",
+    "select date '2024-01-01' as d, timestamp '2024-01-01 00:00:00' as t, timestamptz '2024-01-01' as tz from s",
+]
+
+
+def edges() -> Iterator[Any]:
+    sources = {"s": ["title", *PROVENANCE]}
+    for sql in EDGES:
+        for kind in DECLARED_TYPES:
+            inferred = _outcome(lambda: contract.infer_columns(sql, sources))
+            names = [c[0] for c in inferred["ok"]] if "ok" in inferred else ["x", "y", "z"]
+            # every other run renames every column, so each fix quotes its select item as written
+            declared = [(n + "_renamed" if kind in ("integer", "date", "string") else n, kind) for n in names]
+            yield {"sql": sql, "infer": inferred,
+                   "check": _outcome(lambda: contract.check_table("t", sql, declared, sources)),
+                   "compare_bare": _outcome(lambda: contract.compare_columns(
+                       "t", sql, declared, [(n, "VARCHAR") for n in names])),
+                   "statement": _outcome(lambda: contract.statement_findings("t", sql, sources))}
+
+
 def generated(seeds: int, per_seed: int) -> Iterator[Any]:
     for seed in range(seeds):
         rng = random.Random(7000 + seed)
@@ -228,6 +270,7 @@ def main() -> None:
         ("registered", lambda: registered(max(1, args.seeds // 4), args.per_seed)),
         ("bench", lambda: bench_datasets(args.bench_count)),
         ("conformance", conformance),
+        ("edges", edges),
     ]
     if args.captured:
         sections.append(("captured", lambda: captured(args.captured)))

@@ -888,6 +888,9 @@ class Parser:
             raise self.unsupported(f"the type {t.text!r} (the subset knows {', '.join(sorted(set(TYPE_NAMES)))})",
                                    t.pos)
         name = TYPE_NAMES[word]
+        after = self.tok
+        if after.kind == "op" and after.value == ")" and name != "DECIMAL":
+            return TypeName(t.pos, self.last_end, name)   # the common case: cast(x as integer)
         if name == "TIMESTAMP" and self.is_word("with", "without"):
             with_ = self.next().value == "with"
             self.expect_word("time")
@@ -926,8 +929,13 @@ class Parser:
 
     def primary(self) -> Node:
         t = self.tok
-        if t.kind == "ident" and t.value not in _PRIMARY_WORDS:
-            return self.column_or_call()      # a column or a function call: no case below applies
+        if t.kind == "ident":
+            if t.value not in _PRIMARY_WORDS:
+                return self.column_or_call()  # a column or a function call: no case below applies
+            if t.value == "cast" or t.value == "try_cast":
+                paren = self.toks[self.i + 1]
+                if paren.kind == "op" and paren.value == "(":
+                    return self.cast(t)       # the commonest word of a typed table's SELECT
         if t.kind == "number":
             self.next()
             text = t.text
@@ -969,13 +977,6 @@ class Parser:
             return Literal(t.pos, t.end, "null", "null")
         if w == "case":
             return self.case()
-        if w in ("cast", "try_cast") and self.peek().kind == "op" and self.peek().value == "(":
-            self.next(), self.next()
-            e = self.expr()
-            self.expect_word("as")
-            ty = self.type_name()
-            self.expect_op(")")
-            return Cast(t.pos, self.last_end, e, ty, w == "try_cast")
         if w in ("date", "timestamp", "timestamptz") and self.peek().kind == "string":
             self.next()
             s = self.next()
@@ -1003,6 +1004,15 @@ class Parser:
         if w in RESERVED:
             raise self.syntax("expected an expression")
         return self.column_or_call()
+
+    def cast(self, t: Token) -> Node:
+        """CAST( or TRY_CAST( at `t`: the expression, AS and the type."""
+        self._seek(self.i + 2)
+        e = self.expr()
+        self.expect_word("as")
+        ty = self.type_name()
+        self.expect_op(")")
+        return Cast(t.pos, self.last_end, e, ty, t.value == "try_cast")
 
     def type_name_rest_tz(self) -> bool:
         if self.accept_word("with") and self.accept_word("time") and self.accept_word("zone"):

@@ -302,8 +302,8 @@ class Rel:
         return index.get(key, [])
 
 
-@dataclass(frozen=True)
-class OutColumn:
+class OutColumn(NamedTuple):
+    """One result column as the typer gives it (immutable; a tuple, made once per column)."""
     name: str
     type: str
     pos: int                         # where its select item (or the * that gave it) starts
