@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Mapping, NamedTuple, Sequence
 
 from collection.transform import sqlparse as P
@@ -287,7 +288,7 @@ def statement_problems(parsed: P.Statement, sources: Mapping[str, Sequence[str]]
 @dataclass
 class Rel:
     alias: str                       # as written (or the table's name)
-    columns: list[tuple[str, T]]     # never changed once the Rel is made
+    columns: Sequence[tuple[str, T]]     # never changed once the Rel is made (a source's is shared)
     hidden: set[str] = field(default_factory=set)    # right-hand USING columns, lower case
     _by_key: dict[str, list[tuple[str, T]]] | None = field(default=None, repr=False)
 
@@ -300,6 +301,18 @@ class Rel:
             for c, t in self.columns:
                 index.setdefault(c.lower(), []).append((c, t))
         return index.get(key, [])
+
+
+@lru_cache(maxsize=1024)
+def _source_relation(names: tuple[str, ...]) -> tuple[tuple[tuple[str, T], ...], dict[str, list[tuple[str, T]]]]:
+    """A source's columns as a relation (every one VARCHAR, PROV-16) and their index by lower-case
+    name, made once per column list: a dataset's tables read the same sources again and again.
+    Shared by every Rel of those columns, so neither is ever changed."""
+    columns = tuple((c, _VARCHAR) for c in names)
+    index: dict[str, list[tuple[str, T]]] = {}
+    for c, t in columns:
+        index.setdefault(c.lower(), []).append((c, t))
+    return columns, index
 
 
 class OutColumn(NamedTuple):
@@ -324,7 +337,7 @@ class _Col:
 class _Ctx:
     def __init__(self, sql: str, sources: Mapping[str, Sequence[str]]):
         self.sql = sql
-        self.sources = {k.lower(): (k, list(v)) for k, v in sources.items()}
+        self.sources = {k.lower(): (k, tuple(v)) for k, v in sources.items()}
         self.may_aggregate = True
 
 
@@ -428,7 +441,8 @@ class _Typer:
             if key in ctes:
                 cols = list(ctes[key])
             elif key in self.ctx.sources:
-                cols = [(c, _VARCHAR) for c in self.ctx.sources[key][1]]
+                cols, index = _source_relation(self.ctx.sources[key][1])
+                return [Rel(node.alias or node.name, cols, _by_key=index)]
             else:
                 raise TypeFailure("TRANSFORM_SQL_UNKNOWN_TABLE", f"{node.name!r} is not a source of the dataset",
                                   node.pos)
