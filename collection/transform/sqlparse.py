@@ -386,25 +386,40 @@ class Parser:
         t = self.tok
         return t.kind == "op" and t.value in ops
 
+    # the four below test and step in place (a word or an operator is never the end token): they
+    # are the parser's commonest calls
+
     def accept_word(self, *words: str) -> Token | None:
-        if self.is_word(*words):
-            return self.next()
+        t = self.tok
+        if t.kind == "ident" and t.value in words:
+            self.i += 1
+            self.tok = self.toks[self.i]
+            return t
         return None
 
     def accept_op(self, *ops: str) -> Token | None:
-        if self.is_op(*ops):
-            return self.next()
+        t = self.tok
+        if t.kind == "op" and t.value in ops:
+            self.i += 1
+            self.tok = self.toks[self.i]
+            return t
         return None
 
     def expect_word(self, word: str) -> Token:
-        if not self.is_word(word):
+        t = self.tok
+        if t.kind != "ident" or t.value != word:
             raise self.syntax(f"expected {word.upper()}")
-        return self.next()
+        self.i += 1
+        self.tok = self.toks[self.i]
+        return t
 
     def expect_op(self, op: str) -> Token:
-        if not self.is_op(op):
+        t = self.tok
+        if t.kind != "op" or t.value != op:
             raise self.syntax(f"expected {op!r}")
-        return self.next()
+        self.i += 1
+        self.tok = self.toks[self.i]
+        return t
 
     def syntax(self, what: str) -> ParseError:
         t = self.tok
