@@ -1067,9 +1067,10 @@ class Parser:
         return Case(t.pos, self.last_end, operand, tuple(whens), else_)
 
     def column_or_call(self) -> Node:
-        t = self.next()
+        t = self.tok                          # a word or a quoted name, never the end: step in place
+        self.i += 1
+        after = self.tok = self.toks[self.i]
         name = t.value if t.kind == "qident" else t.text
-        after = self.tok
         if after.kind == "op" and after.value == "(" and t.kind == "ident":
             return self.call(t)
         if after.kind != "op" or after.value != ".":                 # one part: the common case
