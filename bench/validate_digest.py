@@ -12,8 +12,10 @@ It judges, and hashes the canonical JSON of every result of:
   register_bytes (the file's line and column of each refusal);
 - bench: bench/validate.py's own datasets, and each with one cast removed (a mismatch);
 - conformance: every case under conformance/cases/ whose recipe carries tables;
+- edges: hand-written statements the generator draws seldom (two-word types, quoted names,
+  comments, every clause), each under declarations that all mismatch;
 - captured (--captured FILE): inputs recorded while the transform, registration, fix-message and
-  build tests ran (the refusal cases they hold), replayed here.
+  build tests ran (the refusal cases they hold; bench/validate_capture.py records them), replayed.
 
     PYTHONPATH=. .venv/bin/python bench/validate_digest.py [--seeds 40] [--captured FILE] [--dump FILE]
 
