@@ -588,6 +588,13 @@ class Parser:
                 return Item(t.pos, end, Star(t.pos, end, self.name_of(t)), None)
             if kind == "ident" and t.value == "columns":
                 raise self.unsupported("COLUMNS(…)")
+            if kind == "ident" and t.value not in _PRIMARY_WORDS and t.value not in NO_COLUMN \
+                    and self.depth < MAX_DEPTH and (dot.kind == "op" and dot.value == ","
+                                                    or dot.kind == "ident" and dot.value == "from"):
+                # a bare column then the next item or FROM, as expr() and alias() would find it
+                self.i += 1
+                self.tok = dot
+                return Item(t.pos, t.end, Column(t.pos, t.end, (t.text,)), None)
         e = self.expr()
         alias, apos = self.alias(after_expr=True)
         return Item(e.pos, self.last_end, e, alias, apos)
