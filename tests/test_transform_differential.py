@@ -22,8 +22,7 @@ import pytest
 duckdb = pytest.importorskip("duckdb")
 
 from collection.transform.contract import SqlError, check_table, compare_columns, infer_columns  # noqa: E402
-from collection.transform.types import DECLARED_TYPES, STORED_AS  # noqa: E402
-from transform_gen import Gen, layout  # noqa: E402
+from transform_gen import Gen, declaration, layout  # noqa: E402
 
 SEEDS = range(10)
 PER_SEED = 250
@@ -43,19 +42,6 @@ def _describe(con, sql: str):
         return [(row[0], row[1]) for row in con.execute("DESCRIBE " + sql).fetchall()], None
     except duckdb.Error as e:
         return None, str(e).splitlines()[0]
-
-
-def _declaration(rng: random.Random, actual: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    declared = []
-    for name, engine in actual:
-        fitting = [d for d, stored in STORED_AS.items() if stored == engine]
-        kind = rng.choice(fitting) if fitting and rng.random() < 0.5 else rng.choice(DECLARED_TYPES)
-        if rng.random() < 0.05:
-            name = name + "_renamed"
-        declared.append((name.upper() if rng.random() < 0.2 else name, kind))
-    if rng.random() < 0.05:
-        declared.append(("extra", "string"))
-    return declared
 
 
 def _key(f):
@@ -90,7 +76,7 @@ def test_pure_typer_agrees_with_duckdb_describe(seed):
             if mine != duck:
                 disagreements.append(("types differ", sql, mine, duck))
                 continue
-            declared = _declaration(rng, duck)
+            declared = declaration(rng, duck)
             ours = [_key(f) for f in check_table("t", sql, declared, sources)]
             theirs = [_key(f) for f in compare_columns("t", sql, declared, duck, sources=sources)]
             if ours != theirs:

@@ -271,3 +271,59 @@ def test_keywords_are_columns_when_quoted_or_qualified():
     sources = {"s": ["order", "year", "date"] + PROVENANCE}
     sql = 'select "order", s.year, cast(date as date) as "date" from s'
     assert infer_columns(sql, sources) == [("order", "VARCHAR"), ("year", "VARCHAR"), ("date", "DATE")]
+
+
+def _tree_depth(root) -> int:
+    """The depth sqlparse._check_depth bounds: one level per node, none per tuple of nodes."""
+    from collection.transform.sqlparse import Node, child_fields
+
+    deepest, stack = 0, [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend((v, depth) for v in node if isinstance(v, (Node, tuple)))
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((getattr(node, name), depth + 1) for name in child_fields(type(node))
+                     if isinstance(getattr(node, name), (Node, tuple)))
+    return deepest
+
+
+@pytest.mark.parametrize("sql", [
+    "select ((((-(-(1)))))) :: integer :: bigint as x",
+    "select cast(cast(cast(cast(1 as integer) as integer) as integer) as integer) as x",
+    "select case when not not (1 = 1) then (1 + (1 * (1 - 1))) end as x",
+    "select coalesce(abs(abs(abs(abs(1)))), 1) as x order by 1",
+    "with a as (select 1 as x) select x from (select x from (select x from a) q) r",
+    "select " + " + ".join(["1"] * 36) + " as x",
+    "select " + "- " * 30 + "1 as x",
+])
+def test_a_tree_is_at_most_twice_as_deep_as_its_tokens(sql):
+    """sqlparse._check_depth does not walk a statement of at most 75 tokens: its tree cannot pass
+    MAX_TREE_DEPTH, because a tree over n tokens is at most 2n - 1 levels deep. Deep shapes here,
+    and the differential generator's statements below."""
+    from collection.transform.sqlparse import parse, tokenize
+
+    assert _tree_depth(parse(sql)) <= 2 * (len(tokenize(sql)) - 1) - 1
+
+
+def test_generated_trees_are_at_most_twice_as_deep_as_their_tokens():
+    import random
+
+    from transform_gen import Gen, layout
+
+    from collection.transform.sqlparse import ParseError, parse, tokenize
+
+    rng = random.Random(25)
+    checked = 0
+    for _ in range(40):
+        gen = Gen(rng, layout(rng))
+        for _ in range(50):
+            sql = gen.statement()
+            try:
+                query = parse(sql)
+            except ParseError:
+                continue
+            assert _tree_depth(query) <= 2 * (len(tokenize(sql)) - 1) - 1, sql
+            checked += 1
+    assert checked >= 1000, checked

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+from collection.transform.types import DECLARED_TYPES, STORED_AS
+
 PROVENANCE = ["page_id", "page_url", "page_fetched_at", "page_content_sha256", "page_revision",
               "page_discovered_at", "page_ordinal"]
 READER_COLUMNS = ["title", "story", "price", "amount", "Published", "tag", "url", "body", "Name", "count_", "date", "year",
@@ -332,3 +334,18 @@ class Gen:
         if r < 0.4:
             return self.over_inner()
         return self.select()
+
+
+def declaration(rng: random.Random, actual: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A declaration for a result of `actual` (name, engine type) columns, as a recipe author might
+    write it: mostly fitting types, sometimes renamed, upper-cased or one column too many."""
+    declared = []
+    for name, engine in actual:
+        fitting = [d for d, stored in STORED_AS.items() if stored == engine]
+        kind = rng.choice(fitting) if fitting and rng.random() < 0.5 else rng.choice(DECLARED_TYPES)
+        if rng.random() < 0.05:
+            name = name + "_renamed"
+        declared.append((name.upper() if rng.random() < 0.2 else name, kind))
+    if rng.random() < 0.05:
+        declared.append(("extra", "string"))
+    return declared

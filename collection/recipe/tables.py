@@ -54,6 +54,8 @@ def table_refusals(tables: Any, sources: Sequence[SourceColumns], refused: Seque
         by_name.setdefault(source.name, source)
     broken = _refused_tables(refused)
     unknown = any(not s.collection or s.columns is None for s in by_name.values())
+    # the relations a table may read, the same for every table of the dataset
+    columns = {s.name: s.columns for s in by_name.values() if s.collection and s.columns is not None}
     refusals: list[Refusal] = []
     seen: dict[str, int] = {}
     for index, table in enumerate(tables):
@@ -102,7 +104,6 @@ def table_refusals(tables: Any, sources: Sequence[SourceColumns], refused: Seque
                 unreadable = True         # its Reader pin's refusal is the one refusal of this cause
         if unreadable or declared is None or column_refusals or index in broken:
             continue
-        columns = {s.name: s.columns for s in by_name.values() if s.collection and s.columns is not None}
         refusals.extend(_contract_refusals(str(name), sql, declared, columns, base, parsed))
     return refusals
 
@@ -119,6 +120,9 @@ def _refused_tables(refused: Sequence[Refusal]) -> set[int]:
 def _column_rules(columns: Any, base: str) -> Iterator[Refusal]:
     if not isinstance(columns, list):
         return
+    names = [c.get("name") if isinstance(c, dict) else None for c in columns]
+    if all(type(n) is str and n.isascii() for n in names) and len({n.lower() for n in names}) == len(names):
+        return            # distinct ASCII names: casefold() is lower() there, so nothing below refuses
     seen: dict[str, tuple[int, str]] = {}
     for index, column in enumerate(columns):
         name = column.get("name") if isinstance(column, dict) else None

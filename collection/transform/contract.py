@@ -76,9 +76,9 @@ def _finding(table: str, sql: str, code: str, text: str, offset: int, **extra) -
     return SqlFinding(code, message, _RULES[code], offset, line, col, **extra)
 
 
-def _parse(table: str, sql: str) -> sqlparse.Query:
+def _parse(table: str, sql: str) -> sqlparse.Statement:
     try:
-        return sqlparse.parse(sql)
+        return sqlparse.parse_statement(sql)
     except sqlparse.ParseError as e:
         text = e.message + (" is outside the typed subset (docs/transform.md)" if e.kind == "unsupported" else "")
         raise SqlError(_finding(table, sql, _PARSE_CODES[e.kind], text, e.pos)) from None
@@ -86,14 +86,15 @@ def _parse(table: str, sql: str) -> sqlparse.Query:
 
 def _statement_findings(table: str, sql: str, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
     try:
-        query = _parse(table, sql)
+        parsed = _parse(table, sql)
     except SqlError as e:
         return [e.finding]
-    return _statement(table, sql, query, sources)
+    return _statement(table, sql, parsed, sources)
 
 
-def _statement(table: str, sql: str, query: sqlparse.Query, sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
-    return [_finding(table, sql, p.code, p.message, p.pos) for p in typer.statement_problems(query, sources)]
+def _statement(table: str, sql: str, parsed: sqlparse.Statement,
+               sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
+    return [_finding(table, sql, p.code, p.message, p.pos) for p in typer.statement_problems(parsed, sources)]
 
 
 def _infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
@@ -101,14 +102,14 @@ def _infer_columns(sql: str, sources: Mapping[str, Sequence[str]]) -> list[tuple
 
 
 def _infer(table: str, sql: str, sources: Mapping[str, Sequence[str]],
-           query: sqlparse.Query | None = None) -> list[typer.OutColumn]:
-    if query is None:
-        query = _parse(table, sql)
-        found = _statement(table, sql, query, sources)
+           parsed: sqlparse.Statement | None = None) -> list[typer.OutColumn]:
+    if parsed is None:
+        parsed = _parse(table, sql)
+        found = _statement(table, sql, parsed, sources)
         if found:
             raise SqlError(found[0])
     try:
-        return typer.infer(query, sources, sql)
+        return typer.infer(parsed.query, sources, sql, functions=parsed.functions)
     except typer.TypeFailure as e:
         raise SqlError(_finding(table, sql, e.code, e.message, e.pos)) from None
 
@@ -116,18 +117,18 @@ def _infer(table: str, sql: str, sources: Mapping[str, Sequence[str]],
 def _check_table(table: str, sql: str, declared: Sequence[tuple[str, str]],
                  sources: Mapping[str, Sequence[str]]) -> list[SqlFinding]:
     try:
-        query = _parse(table, sql)
+        parsed = _parse(table, sql)
     except SqlError as e:
         return [e.finding]
-    found = _statement(table, sql, query, sources)
+    found = _statement(table, sql, parsed, sources)
     if found:
         return found
     try:
-        columns = _infer(table, sql, sources, query)
+        columns = _infer(table, sql, sources, parsed)
     except SqlError as e:
         return [e.finding]
-    return _compare(table, sql, declared, [(c.name, c.type) for c in columns],
-                    [typer.Origin(c.pos, c.expr_text, c.cast_operand) for c in columns])
+    # an OutColumn says where it comes from as an Origin does (pos, expr_text, cast_operand)
+    return _compare(table, sql, declared, [(c.name, c.type) for c in columns], columns)
 
 
 def _compare_columns(table: str, sql: str, declared: Sequence[tuple[str, str]],
@@ -174,7 +175,7 @@ def _origins(sql: str, names: Sequence[str]) -> list[typer.Origin]:
 
 
 def _compare(table: str, sql: str, declared: Sequence[tuple[str, str]], actual: Sequence[tuple[str, str]],
-             origins: Sequence[typer.Origin]) -> list[SqlFinding]:
+             origins: Sequence[typer.Origin | typer.OutColumn]) -> list[SqlFinding]:
     want = [n for n, _ in declared]
     got = [n for n, _ in actual]
     if len(want) != len(got):

@@ -43,19 +43,22 @@ class Token(NamedTuple):
 # quoted form ('[^']*(?:''[^']*)*'), none can backtrack, so tokenizing is linear in the text.
 # Whitespace and comments are the optional prefix of each match, not matches of their own (half
 # as many matches); `\Z` ends the text after a trailing prefix. Nothing backtracks into the
-# prefix: `bad` or `\Z` matches after it whatever follows.
+# prefix: `bad` or `\Z` matches after it whatever follows. No two alternatives can start at one
+# character ("." is an operator only when no digit follows, else a number), so their order is
+# free: the commonest first. A token is the match's one group, by number: _IDENT, _OP, ….
 _TOKEN = re.compile(r"""
-    (?:[ \t\r\n\f\v]+|--[^\n]*|/\*.*?\*/)*
+    [ \t\r\n\f\v]*(?:(?:--[^\n]*|/\*.*?\*/)[ \t\r\n\f\v]*)*
     (?:
-      (?P<string>'[^']*(?:''[^']*)*')
-    | (?P<qident>"[^"]*(?:""[^"]*)*")
+      (?P<ident>[^\W\d][\w$]*)
+    | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,;<>=\[\]{}:|&^~!?@$\#]|\.(?![0-9]))
     | (?P<number>(?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-    | (?P<ident>[^\W\d][\w$]*)
-    | (?P<op>!~~|<=|>=|<>|!=|==|\|\||::|//|\*\*|->|~~|[()+\-*/%,.;<>=\[\]{}:|&^~!?@$\#])
+    | (?P<string>'[^']*(?:''[^']*)*')
+    | (?P<qident>"[^"]*(?:""[^"]*)*")
     | (?P<bad>.)
     | \Z
     )
 """, re.VERBOSE | re.DOTALL)
+_IDENT, _OP, _NUMBER, _STRING, _QIDENT = (_TOKEN.groupindex[k] for k in ("ident", "op", "number", "string", "qident"))
 _new_token = tuple.__new__       # Token(...) without NamedTuple's Python-level __new__ (the hot path)
 
 
@@ -65,24 +68,25 @@ def tokenize(sql: str) -> list[Token]:
     n = len(sql)
     # `bad` matches any one character, so finditer leaves no gap: each match starts where the
     # previous ended, and `bad` is exactly where no token can start; the match of `\Z` alone
-    # (no group) is the last
+    # (no group) is the last. A token ends where its match does.
     for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup
-        if kind is None:
+        group = m.lastindex
+        if group is None:
             break
-        i, j = m.span(kind)
-        text = m.group(kind)
-        if kind == "ident":
+        text = m[group]
+        j = m.end()
+        i = j - len(text)
+        if group == _IDENT:
             append(_new_token(Token, ("ident", text, text.lower(), i, j)))
-        elif kind == "op":
+        elif group == _OP:
             append(_new_token(Token, ("op", text, text, i, j)))
-        elif kind == "number":
+        elif group == _NUMBER:
             if j < n and (sql[j].isalnum() or sql[j] == "_"):
                 raise ParseError("unsupported", f"the number {sql[i:j + 1]!r}… (a number must not run into a name)", i)
             append(_new_token(Token, ("number", text, text, i, j)))
-        elif kind == "string":
+        elif group == _STRING:
             append(_new_token(Token, ("string", text, text[1:-1].replace("''", "'"), i, j)))
-        elif kind == "qident":
+        elif group == _QIDENT:
             value = text[1:-1].replace('""', '"')
             if value == "":
                 raise ParseError("syntax", "an empty quoted identifier", i)
@@ -356,6 +360,8 @@ class Parser:
         self.tok: Token = self.toks[0]       # always self.toks[self.i]: set by next() and _seek()
         self.depth = 0
         self.parens: set[tuple[int, int]] = set()
+        self.tables: list[str] = []          # every FROM table's name, as written, in parse order
+        self.functions: list[str] = []       # every function called, lower case
 
     # -- token helpers
     def _seek(self, i: int) -> None:
@@ -380,25 +386,40 @@ class Parser:
         t = self.tok
         return t.kind == "op" and t.value in ops
 
+    # the four below test and step in place (a word or an operator is never the end token): they
+    # are the parser's commonest calls
+
     def accept_word(self, *words: str) -> Token | None:
-        if self.is_word(*words):
-            return self.next()
+        t = self.tok
+        if t.kind == "ident" and t.value in words:
+            self.i += 1
+            self.tok = self.toks[self.i]
+            return t
         return None
 
     def accept_op(self, *ops: str) -> Token | None:
-        if self.is_op(*ops):
-            return self.next()
+        t = self.tok
+        if t.kind == "op" and t.value in ops:
+            self.i += 1
+            self.tok = self.toks[self.i]
+            return t
         return None
 
     def expect_word(self, word: str) -> Token:
-        if not self.is_word(word):
+        t = self.tok
+        if t.kind != "ident" or t.value != word:
             raise self.syntax(f"expected {word.upper()}")
-        return self.next()
+        self.i += 1
+        self.tok = self.toks[self.i]
+        return t
 
     def expect_op(self, op: str) -> Token:
-        if not self.is_op(op):
+        t = self.tok
+        if t.kind != "op" or t.value != op:
             raise self.syntax(f"expected {op!r}")
-        return self.next()
+        self.i += 1
+        self.tok = self.toks[self.i]
+        return t
 
     def syntax(self, what: str) -> ParseError:
         t = self.tok
@@ -465,6 +486,9 @@ class Parser:
         body = self.set_expr()
         order: list[OrderItem] = []
         limit = offset = None
+        if self.tok.kind != "ident":          # no ORDER BY, LIMIT or OFFSET
+            self.leave()
+            return Query(start, self.last_end, tuple(ctes), body, (), None, None)
         if self.accept_word("order"):
             self.expect_word("by")
             while True:
@@ -528,6 +552,8 @@ class Parser:
         group: list[Node] = []
         if self.accept_word("from"):
             from_ = self.from_clause()
+        if self.tok.kind != "ident":          # every clause below starts with a word
+            return Select(start, self.last_end, distinct, tuple(items), from_, where, tuple(group), having)
         if self.accept_word("where"):
             where = self.expr()
         if self.accept_word("group"):
@@ -540,27 +566,35 @@ class Parser:
                     break
         if self.accept_word("having"):
             having = self.expr()
-        for word in ("window", "qualify", "sample", "using"):
-            if self.is_word(word):
-                raise self.unsupported(word.upper())
+        if self.is_word("window", "qualify", "sample", "using"):
+            raise self.unsupported(self.tok.value.upper())
         return Select(start, self.last_end, distinct, tuple(items), from_, where, tuple(group), having)
 
     def select_item(self) -> Item:
         t = self.tok
-        if self.is_op("*"):
+        kind = t.kind
+        if kind == "op" and t.value == "*":
             self.next()
             self.star_modifiers()
             return Item(t.pos, t.end, Star(t.pos, t.end, None), None)
-        if t.kind in ("ident", "qident") and self.peek().kind == "op" and self.peek().value == "." \
-                and self.peek(2).kind == "op" and self.peek(2).value == "*":
-            if t.kind == "ident" and t.value in RESERVED:
-                raise self.syntax("expected an expression")
-            self.next(), self.next()
-            end = self.next().end
-            self.star_modifiers()
-            return Item(t.pos, end, Star(t.pos, end, self.name_of(t)), None)
-        if self.is_word("columns"):
-            raise self.unsupported("COLUMNS(…)")
+        if kind == "ident" or kind == "qident":
+            dot = self.toks[self.i + 1]            # t is not the end, so a token follows
+            if dot.kind == "op" and dot.value == "." and self.peek(2).kind == "op" and self.peek(2).value == "*":
+                if kind == "ident" and t.value in RESERVED:
+                    raise self.syntax("expected an expression")
+                self.next(), self.next()
+                end = self.next().end
+                self.star_modifiers()
+                return Item(t.pos, end, Star(t.pos, end, self.name_of(t)), None)
+            if kind == "ident" and t.value == "columns":
+                raise self.unsupported("COLUMNS(…)")
+            if kind == "ident" and t.value not in _PRIMARY_WORDS and t.value not in NO_COLUMN \
+                    and self.depth < MAX_DEPTH and (dot.kind == "op" and dot.value == ","
+                                                    or dot.kind == "ident" and dot.value == "from"):
+                # a bare column then the next item or FROM, as expr() and alias() would find it
+                self.i += 1
+                self.tok = dot
+                return Item(t.pos, t.end, Column(t.pos, t.end, (t.text,)), None)
         e = self.expr()
         alias, apos = self.alias(after_expr=True)
         return Item(e.pos, self.last_end, e, alias, apos)
@@ -570,6 +604,9 @@ class Parser:
             raise self.unsupported(f"* {self.tok.value.upper()}")
 
     def alias(self, after_expr: bool) -> tuple[str | None, int | None]:
+        kind = self.tok.kind
+        if kind == "op" or kind == "eof":
+            return None, None                 # no alias: mostly a "," or ")" follows
         if self.accept_word("as"):
             t = self.tok
             if not after_expr and t.kind == "ident" and t.value in NO_TABLE_ALIAS:
@@ -600,6 +637,8 @@ class Parser:
         left = self.from_primary()
         while True:
             t = self.tok
+            if t.kind != "ident" and (t.kind != "op" or t.value != ","):
+                return left                   # no join follows
             if self.accept_op(","):
                 right = self.from_primary()
                 left = Join(left.pos, right.end, "cross", left, right, None, None)
@@ -675,6 +714,7 @@ class Parser:
         alias, _ = self.alias(after_expr=False)
         self.no_column_aliases()
         self.no_sampling_or_pivot()
+        self.tables.append(name)
         return TableRef(t.pos, self.last_end if alias else end, name, alias)
 
     def no_sampling_or_pivot(self) -> None:
@@ -689,7 +729,9 @@ class Parser:
     # -- expressions
     def expr(self) -> Node:
         t = self.tok
-        self.enter(t.pos)
+        self.depth += 1                       # self.enter(t.pos), inline: expr is the hottest entry
+        if self.depth > MAX_DEPTH:
+            raise ParseError("unsupported", f"nesting deeper than {MAX_DEPTH} levels", t.pos)
         if t.kind == "ident" and t.value == "not":
             e = self.or_expr()
         else:
@@ -701,7 +743,7 @@ class Parser:
             nt = self.tok
             if nt.value in _CONTINUES and nt.kind in ("op", "ident"):
                 e = self.or_expr(e)
-        self.leave()
+        self.depth -= 1
         return e
 
     def or_expr(self, first: Node | None = None) -> Node:
@@ -868,6 +910,9 @@ class Parser:
             raise self.unsupported(f"the type {t.text!r} (the subset knows {', '.join(sorted(set(TYPE_NAMES)))})",
                                    t.pos)
         name = TYPE_NAMES[word]
+        after = self.tok
+        if after.kind == "op" and after.value == ")" and name != "DECIMAL":
+            return TypeName(t.pos, self.last_end, name)   # the common case: cast(x as integer)
         if name == "TIMESTAMP" and self.is_word("with", "without"):
             with_ = self.next().value == "with"
             self.expect_word("time")
@@ -906,6 +951,13 @@ class Parser:
 
     def primary(self) -> Node:
         t = self.tok
+        if t.kind == "ident":
+            if t.value not in _PRIMARY_WORDS:
+                return self.column_or_call()  # a column or a function call: no case below applies
+            if t.value == "cast" or t.value == "try_cast":
+                paren = self.toks[self.i + 1]
+                if paren.kind == "op" and paren.value == "(":
+                    return self.cast(t)       # the commonest word of a typed table's SELECT
         if t.kind == "number":
             self.next()
             text = t.text
@@ -947,13 +999,6 @@ class Parser:
             return Literal(t.pos, t.end, "null", "null")
         if w == "case":
             return self.case()
-        if w in ("cast", "try_cast") and self.peek().kind == "op" and self.peek().value == "(":
-            self.next(), self.next()
-            e = self.expr()
-            self.expect_word("as")
-            ty = self.type_name()
-            self.expect_op(")")
-            return Cast(t.pos, self.last_end, e, ty, w == "try_cast")
         if w in ("date", "timestamp", "timestamptz") and self.peek().kind == "string":
             self.next()
             s = self.next()
@@ -982,6 +1027,15 @@ class Parser:
             raise self.syntax("expected an expression")
         return self.column_or_call()
 
+    def cast(self, t: Token) -> Node:
+        """CAST( or TRY_CAST( at `t`: the expression, AS and the type."""
+        self._seek(self.i + 2)
+        e = self.expr()
+        self.expect_word("as")
+        ty = self.type_name()
+        self.expect_op(")")
+        return Cast(t.pos, self.last_end, e, ty, t.value == "try_cast")
+
     def type_name_rest_tz(self) -> bool:
         if self.accept_word("with") and self.accept_word("time") and self.accept_word("zone"):
             return True
@@ -998,6 +1052,7 @@ class Parser:
         self.expect_word("from")
         e = self.expr()
         self.expect_op(")")
+        self.functions.append("date_part")
         return Func(t.pos, self.last_end, "date_part", (part, e), name_pos=t.pos)
 
     def case(self) -> Node:
@@ -1019,12 +1074,17 @@ class Parser:
         return Case(t.pos, self.last_end, operand, tuple(whens), else_)
 
     def column_or_call(self) -> Node:
-        t = self.next()
-        name = self.name_of(t)
-        if self.is_op("(") and t.kind == "ident":
+        t = self.tok                          # a word or a quoted name, never the end: step in place
+        self.i += 1
+        after = self.tok = self.toks[self.i]
+        name = t.value if t.kind == "qident" else t.text
+        if after.kind == "op" and after.value == "(" and t.kind == "ident":
             return self.call(t)
-        if t.kind == "ident" and t.value in NO_COLUMN and not self.is_op("."):
-            raise ParseError("syntax", f"{t.text!r} is a keyword, not a column name; quote it: \"{t.text}\"", t.pos)
+        if after.kind != "op" or after.value != ".":                 # one part: the common case
+            if t.kind == "ident" and t.value in NO_COLUMN:
+                raise ParseError("syntax", f"{t.text!r} is a keyword, not a column name; quote it: \"{t.text}\"",
+                                 t.pos)
+            return Column(t.pos, t.end, (name,))
         parts = [name]
         while self.is_op("."):
             self.next()
@@ -1059,6 +1119,7 @@ class Parser:
                     if self.accept_word("for"):
                         args.append(self.expr())
                     self.expect_op(")")
+                    self.functions.append(name)
                     return Func(t.pos, self.last_end, name, tuple(args), name_pos=t.pos)
             else:
                 args.append(self.expr())
@@ -1071,6 +1132,7 @@ class Parser:
         self.expect_op(")")
         if self.is_word("filter", "over", "within"):
             raise self.unsupported(f"{self.tok.value.upper()} on a function call")
+        self.functions.append(name)
         return Func(t.pos, self.last_end, name, tuple(args), distinct, star, t.pos)
 
 
@@ -1079,11 +1141,26 @@ def _respan(e: Node, pos: int, end: int) -> Node:
     return dataclasses.replace(e, pos=pos, end=end)
 
 
+@dataclass(frozen=True)
+class Statement:
+    """A parsed statement with the names the parser met on the way, so a check that needs only
+    names (does it read anything but sources, call anything unknown?) need not walk the tree."""
+    query: Query
+    tables: tuple[str, ...]          # every FROM table's name as written (WITH queries' included)
+    functions: tuple[str, ...]       # every function called, lower case
+
+
 def parse(sql: str) -> Query:
     """The one statement of `sql`, or ParseError."""
-    query = Parser(sql).statement()
-    _check_depth(query)
-    return query
+    return parse_statement(sql).query
+
+
+def parse_statement(sql: str) -> Statement:
+    """The one statement of `sql` and the names in it, or ParseError."""
+    parser = Parser(sql)
+    query = parser.statement()
+    _check_depth(query, len(parser.toks) - 1)
+    return Statement(query, tuple(parser.tables), tuple(parser.functions))
 
 
 _SCALAR_FIELDS = frozenset({"int", "str", "bool", "str | None", "int | None"})
@@ -1105,9 +1182,17 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _check_depth(root: Node) -> None:
+def _check_depth(root: Node, tokens: int) -> None:
     """Refuse a tree deeper than MAX_TREE_DEPTH before anything walks it recursively. The parser
-    builds a + b + c … and UNION ALL chains in loops, so their depth is bounded only here."""
+    builds a + b + c … and UNION ALL chains in loops, so their depth is bounded only here.
+
+    A statement of few tokens cannot be that deep, so it is not walked: every node spans whole
+    tokens and lies inside its parent's span, strictly so except a query's body, a select item's
+    expression and an ORDER BY item's expression (and a select item's *), whose children are
+    again strictly smaller. So every two levels down lose a token, and a tree over `tokens`
+    tokens is at most 2 * tokens - 1 levels deep (tests/test_transform_sql.py checks the bound)."""
+    if 2 * tokens - 1 <= MAX_TREE_DEPTH:
+        return
     stack: list[tuple[object, int]] = [(root, 0)]
     pop, push = stack.pop, stack.append
     kinds = (Node, tuple)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from functools import lru_cache
+from typing import Mapping, NamedTuple, Sequence
 
 from collection.transform import sqlparse as P
 
@@ -41,14 +42,19 @@ def _type_error(what: str, node: P.Node) -> TypeFailure:
     return TypeFailure("TRANSFORM_SQL_TYPE_ERROR", what, node.pos)
 
 
-@dataclass(frozen=True)
-class T:
+class T(NamedTuple):
+    """A value's type while typing; immutable (a tuple: made on the typer's hot path far more
+    cheaply than a frozen dataclass)."""
     name: str                      # DESCRIBE spelling; "NULL" for an untyped NULL
     lit: str | None = None         # "int" (an adaptable integer literal) or "str" (a string literal)
     value: int | None = None       # the integer literal's value
 
     def plain(self) -> "T":
-        return T(self.name)
+        # a frozen value: one already plain is its own plain form (no new object on the hot path)
+        return self if self.lit is None and self.value is None else T(self.name)
+
+
+_VARCHAR = T("VARCHAR")      # every source column's type (PROV-16), one value shared
 
 
 def is_int(t: T) -> bool:
@@ -222,11 +228,17 @@ class Problem:
     pos: int
 
 
-def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> list[Problem]:
+# the functions the subset types that read nothing outside the dataset
+_SAFE_FUNCTIONS = frozenset(f for f in FUNCTIONS if not forbidden_function(f))
+
+
+def statement_problems(parsed: P.Statement, sources: Mapping[str, Sequence[str]]) -> list[Problem]:
     """Forbidden functions, unknown functions and tables read that are neither a source nor a WITH query."""
+    source_keys = {s.lower() for s in sources}
+    if all(f in _SAFE_FUNCTIONS for f in parsed.functions) and all(t.lower() in source_keys for t in parsed.tables):
+        return []         # the parser met only sources and known functions: the walk below finds nothing
     out: list[Problem] = []
     names = sorted(sources)
-    source_keys = {s.lower() for s in sources}
 
     def walk(node, ctes: frozenset[str]) -> None:
         kind = type(node)
@@ -267,7 +279,7 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
             if isinstance(value, (P.Node, tuple)):
                 walk(value, ctes)
 
-    walk(query, frozenset())
+    walk(parsed.query, frozenset())
     return out
 
 
@@ -276,7 +288,7 @@ def statement_problems(query: P.Query, sources: Mapping[str, Sequence[str]]) -> 
 @dataclass
 class Rel:
     alias: str                       # as written (or the table's name)
-    columns: list[tuple[str, T]]     # never changed once the Rel is made
+    columns: Sequence[tuple[str, T]]     # never changed once the Rel is made (a source's is shared)
     hidden: set[str] = field(default_factory=set)    # right-hand USING columns, lower case
     _by_key: dict[str, list[tuple[str, T]]] | None = field(default=None, repr=False)
 
@@ -291,8 +303,20 @@ class Rel:
         return index.get(key, [])
 
 
-@dataclass(frozen=True)
-class OutColumn:
+@lru_cache(maxsize=1024)
+def _source_relation(names: tuple[str, ...]) -> tuple[tuple[tuple[str, T], ...], dict[str, list[tuple[str, T]]]]:
+    """A source's columns as a relation (every one VARCHAR, PROV-16) and their index by lower-case
+    name, made once per column list: a dataset's tables read the same sources again and again.
+    Shared by every Rel of those columns, so neither is ever changed."""
+    columns = tuple((c, _VARCHAR) for c in names)
+    index: dict[str, list[tuple[str, T]]] = {}
+    for c, t in columns:
+        index.setdefault(c.lower(), []).append((c, t))
+    return columns, index
+
+
+class OutColumn(NamedTuple):
+    """One result column as the typer gives it (immutable; a tuple, made once per column)."""
     name: str
     type: str
     pos: int                         # where its select item (or the * that gave it) starts
@@ -313,7 +337,8 @@ class _Col:
 class _Ctx:
     def __init__(self, sql: str, sources: Mapping[str, Sequence[str]]):
         self.sql = sql
-        self.sources = {k.lower(): (k, list(v)) for k, v in sources.items()}
+        self.sources = {k.lower(): (k, tuple(v)) for k, v in sources.items()}
+        self.may_aggregate = True
 
 
 def quote_ident(name: str) -> str:
@@ -344,8 +369,12 @@ def origin_of(sql: str, item: P.Item) -> Origin:
     return Origin(item.pos, sql[e.pos:e.end], operand)
 
 
-def infer(query: P.Query, sources: Mapping[str, Sequence[str]], sql: str | None = None) -> list[OutColumn]:
+def infer(query: P.Query, sources: Mapping[str, Sequence[str]], sql: str | None = None,
+          functions: Sequence[str] | None = None) -> list[OutColumn]:
+    """The result columns of `query`; `functions`, the names the parser met (Statement.functions),
+    lets a statement that calls no aggregate skip looking for one in each select item."""
     ctx = _Ctx(sql or "", sources)
+    ctx.may_aggregate = functions is None or any(f in AGGREGATES for f in functions)
     cols = _Typer(ctx, sql or "").query(query, {})
     return [OutColumn(c.name, c.t.name if c.t.name != NULL else '"NULL"', c.item.pos, c.expr_text,
                       c.cast_operand) for c in cols]
@@ -412,7 +441,8 @@ class _Typer:
             if key in ctes:
                 cols = list(ctes[key])
             elif key in self.ctx.sources:
-                cols = [(c, T("VARCHAR")) for c in self.ctx.sources[key][1]]
+                cols, index = _source_relation(self.ctx.sources[key][1])
+                return [Rel(node.alias or node.name, cols, _by_key=index)]
             else:
                 raise TypeFailure("TRANSFORM_SQL_UNKNOWN_TABLE", f"{node.name!r} is not a source of the dataset",
                                   node.pos)
@@ -466,14 +496,16 @@ class _Typer:
             if isinstance(it.expr, P.Star):
                 cols.extend(self._star(it, rels))
                 continue
-            t = self.expr(it.expr, scope)
-            if it.alias is not None:
-                name = it.alias
-            elif isinstance(it.expr, P.Column):
-                name = scope.resolve(it.expr)[2]
-            elif not named:
-                name = ""
+            if type(it.expr) is P.Column:
+                # resolved once for its type and its own name (the SELECT clause never reads aliases)
+                _, t, own = scope.resolve(it.expr, self)
+                name = it.alias if it.alias is not None else own
             else:
+                t = self.expr(it.expr, scope)
+                name = it.alias
+            if name is None and not named:
+                name = ""
+            elif name is None:
                 raise TypeFailure("TRANSFORM_SQL_UNNAMED_COLUMN",
                                   f"the select item {self._text(it.expr)!r} has no name; write "
                                   f"{self._text(it.expr)} as <column name>", it.pos)
@@ -496,7 +528,7 @@ class _Typer:
                 g_expr = aliases[g.parts[0].lower()].expr
             self.expr(g_expr, _Scope(rels, s, "GROUP BY", aliases=aliases))
             keys.append(self.key(g_expr, scope))
-        aggregated = bool(s.group_by) or s.having is not None or any(
+        aggregated = bool(s.group_by) or s.having is not None or self.ctx.may_aggregate and any(
             _has_agg(it.expr) for it in s.items if not isinstance(it.expr, P.Star))
         if s.having is not None:
             h = _Scope(rels, s, "HAVING")
@@ -922,6 +954,8 @@ class _Typer:
 
 def _has_agg(e) -> bool:
     kind = type(e)
+    if kind is P.Column or kind is P.Literal:
+        return False              # most select items: no children to look into
     if kind is tuple:
         values = e
     elif kind is P.Func and e.name in AGGREGATES:
@@ -988,6 +1022,13 @@ class _Scope:
                               f"(its columns: {', '.join(c for c, _ in r.columns)})", col.pos)
         name = col.parts[0]
         key = name.lower()
+        if len(self.rels) == 1:
+            only = self.rels[0]
+            if key not in only.hidden:
+                named = only.named(key)
+                if len(named) == 1:
+                    c, t = named[0]
+                    return 0, t, c
         hits = [(k, c, t) for k, r in enumerate(self.rels) if key not in r.hidden for c, t in r.named(key)]
         if len(hits) == 1:
             k, c, t = hits[0]

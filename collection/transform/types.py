@@ -56,9 +56,17 @@ _SYNONYMS = {"TIMESTAMPTZ": "TIMESTAMP WITH TIME ZONE", "INT": "INTEGER", "INT4"
 
 def engine_type(name: str) -> str:
     """An engine type name in DuckDB's DESCRIBE spelling (upper case, synonyms folded)."""
-    text = " ".join(name.strip().upper().split())
-    text = text.replace(", ", ",")
-    return _SYNONYMS.get(text, text)
+    folded = _FOLDED.get(name)
+    if folded is None:
+        text = " ".join(name.strip().upper().split())
+        text = text.replace(", ", ",")
+        folded = _SYNONYMS.get(text, text)
+        if len(_FOLDED) < 4096:           # the few names a typer or DESCRIBE gives, folded once each
+            _FOLDED[name] = folded
+    return folded
+
+
+_FOLDED: dict[str, str] = {}
 
 
 def accepts(declared: str, actual: str) -> bool:
