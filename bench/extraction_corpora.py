@@ -24,7 +24,7 @@ Pooled: every evaluation page of every corpus, resampled within its corpus.
 Speed: CPU seconds of ours (the Reader with all metadata columns) against a bare `lxml.html.fromstring` of the
 same bytes, best of N alternating passes over a fixed sample of the pages (target: within 3x).
 
-    .venv/bin/python bench/extraction_corpora.py [--cache DIR] [--only CORPUS ...] [--repeat N] [--reuse-peers]
+    .venv/bin/python bench/extraction_corpora.py [--cache DIR] [--data DIR] [--only CORPUS ...] [--repeat N] [--reuse-peers]
 
 `--reuse-peers` reads the peers' outputs saved by an earlier run (under the cache's `outputs/`) instead of
 running them again, for quick looks while tuning on tuning splits; the figures to report come from a run
@@ -106,8 +106,8 @@ def levenshtein(extracted: str, truth: str) -> float:
     return Levenshtein.ratio(want, got)
 
 
-def load(cache: Path, page_ids: list[str]) -> list[tuple[str, bytes, str, str]]:
-    """(id, body, url, truth) of each page; the article set is read from ../shared/data."""
+def load(cache: Path, page_ids: list[str], data: Path = DEFAULT_DATA) -> list[tuple[str, bytes, str, str]]:
+    """(id, body, url, truth) of each page; the article set is read from `data` (../shared/data)."""
     pages = []
     urls: dict[str, dict] = {}
     article = None
@@ -115,8 +115,8 @@ def load(cache: Path, page_ids: list[str]) -> list[tuple[str, bytes, str, str]]:
         folder, name = page_id.split("/", 1)
         if folder == "scrapinghub":
             if article is None:
-                article = json.loads((DEFAULT_DATA / "ground-truth.json").read_text(encoding="utf-8"))
-            body = gzip.decompress((DEFAULT_DATA / "html" / f"{name}.html.gz").read_bytes())
+                article = json.loads((data / "ground-truth.json").read_text(encoding="utf-8"))
+            body = gzip.decompress((data / "html" / f"{name}.html.gz").read_bytes())
             pages.append((page_id, body, article[name]["url"], article[name]["articleBody"]))
             continue
         if folder not in urls:
@@ -151,6 +151,8 @@ def bootstrap(ours: list[float], other: list[float], strata: list[list[int]], sa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                        help="the article set (ground-truth.json, html/); default: shared/data beside the checkout")
     parser.add_argument("--only", nargs="*", help="corpora to run (default: all declared)")
     parser.add_argument("--splits", nargs="*", default=["tune", "eval"], choices=["tune", "eval"])
     parser.add_argument("--repeat", type=int, default=3, help="speed: best of N passes")
@@ -165,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"corpora not in the cache {args.cache}: {', '.join(missing)}; fill it with "
               f"bench/corpora/prepare.py (see bench/corpora/SOURCES.md)", file=sys.stderr)
+        return 2
+    if "scrapinghub" in corpora and not (args.data / "ground-truth.json").is_file():
+        print(f"the article set is not at {args.data} (no ground-truth.json): pass --data DIR, or leave it out "
+              f"with --only {' '.join(c for c in corpora if c != 'scrapinghub')}", file=sys.stderr)
         return 2
     import trafilatura
 
@@ -182,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             ids = splits[corpus][split]
             if ids:
                 start = len(pages)
-                pages.extend(load(args.cache, ids))
+                pages.extend(load(args.cache, ids, args.data))
                 rows.append((corpus, split, list(range(start, len(pages)))))
-    print(f"{len(pages)} pages in {len(rows)} corpus splits from {args.cache} and {DEFAULT_DATA}")
+    print(f"{len(pages)} pages in {len(rows)} corpus splits from {args.cache} and {args.data}")
     scores: dict[str, dict[str, list[float]]] = {}
     seconds = {}
     for name, extract in extractors:
