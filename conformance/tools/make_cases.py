@@ -1534,33 +1534,37 @@ def treg(cid, description, clauses, doc, refusals=(), registrable=False) -> None
     reg(cid, description, clauses, doc, registrable=registrable, refusals=refusals, requires=TRANSFORM)
 
 
+def tsql(cid, description, clauses, sql, columns, code) -> None:
+    """The common transform case: one table, `decisions`, over the example source, refused once at its SQL."""
+    treg(cid, description, clauses, tables_dataset(("decisions", sql, columns)), [("/tables/0/sql", code)])
+
+
 treg("reg-transform-spec-example", "The specification's transform, as written, registers beside its source: provenance cast as PROV-19 says, page_id and the Reader's columns bare into string columns.",
      ["PROV-02", "PROV-16", "PROV-19", "PROV-21", "PROV-22"],
      tables_dataset(("decisions", SPEC_SQL, SPEC_COLUMNS)), registrable=True)
-treg("reg-transform-bare-page-ordinal", "page_ordinal selected bare into a column declared integer is TRANSFORM_COLUMN_TYPE_MISMATCH, found without data.",
+tsql("reg-transform-bare-page-ordinal", "page_ordinal selected bare into a column declared integer is TRANSFORM_COLUMN_TYPE_MISMATCH, found without data.",
      ["PROV-17", "PROV-18", "REF-08"],
-     tables_dataset(("decisions", "select page_id,\n       page_ordinal\nfrom council_decisions",
-                     [("page_id", "string"), ("page_ordinal", "integer")])),
-     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
-treg("reg-transform-bare-reader-column", "A Reader column arrives as VARCHAR too: selected bare into a non-string column it is TRANSFORM_COLUMN_TYPE_MISMATCH.",
+     "select page_id,\n       page_ordinal\nfrom council_decisions", [("page_id", "string"), ("page_ordinal", "integer")],
+     "TRANSFORM_COLUMN_TYPE_MISMATCH")
+tsql("reg-transform-bare-reader-column", "A Reader column arrives as VARCHAR too: selected bare into a non-string column it is TRANSFORM_COLUMN_TYPE_MISMATCH.",
      ["PROV-16", "D-49"],
-     tables_dataset(("decisions", "select page_id, title as decided_on from council_decisions",
-                     [("page_id", "string"), ("decided_on", "date")])),
-     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
-treg("reg-transform-plain-timestamp", "A cast to plain timestamp into a column declared timestamp is TRANSFORM_COLUMN_TYPE_MISMATCH: only TIMESTAMP WITH TIME ZONE fits.",
+     "select page_id, title as decided_on from council_decisions",
+     [("page_id", "string"), ("decided_on", "date")],
+     "TRANSFORM_COLUMN_TYPE_MISMATCH")
+tsql("reg-transform-plain-timestamp", "A cast to plain timestamp into a column declared timestamp is TRANSFORM_COLUMN_TYPE_MISMATCH: only TIMESTAMP WITH TIME ZONE fits.",
      ["PROV-20", "D-49"],
-     tables_dataset(("decisions", "select page_id, cast(page_fetched_at as timestamp) as page_fetched_at from council_decisions",
-                     [("page_id", "string"), ("page_fetched_at", "timestamp")])),
-     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
-treg("reg-transform-cast-into-string", "A provenance column cast to a number for a column declared string is TRANSFORM_COLUMN_TYPE_MISMATCH: the declared type is the one the build stores.",
+     "select page_id, cast(page_fetched_at as timestamp) as page_fetched_at from council_decisions",
+     [("page_id", "string"), ("page_fetched_at", "timestamp")],
+     "TRANSFORM_COLUMN_TYPE_MISMATCH")
+tsql("reg-transform-cast-into-string", "A provenance column cast to a number for a column declared string is TRANSFORM_COLUMN_TYPE_MISMATCH: the declared type is the one the build stores.",
      ["PROV-21", "D-49"],
-     tables_dataset(("decisions", "select cast(page_id as integer) as page_id from council_decisions", [("page_id", "string")])),
-     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
-treg("reg-transform-two-mismatches", "Each mismatched column is its own refusal, both at the table's SQL.",
+     "select cast(page_id as integer) as page_id from council_decisions", [("page_id", "string")],
+     "TRANSFORM_COLUMN_TYPE_MISMATCH")
+tsql("reg-transform-two-mismatches", "Each mismatched column is its own refusal, both at the table's SQL.",
      ["PROV-18", "PROV-19"],
-     tables_dataset(("decisions", "select page_revision, page_discovered_at from council_decisions",
-                     [("page_revision", "integer"), ("page_discovered_at", "timestamp")])),
-     [("/tables/0/sql", "TRANSFORM_COLUMN_TYPE_MISMATCH")])
+     "select page_revision, page_discovered_at from council_decisions",
+     [("page_revision", "integer"), ("page_discovered_at", "timestamp")],
+     "TRANSFORM_COLUMN_TYPE_MISMATCH")
 treg("reg-transform-second-table", "A refusal in the second table points into the second table; the first, correct, is not refused.",
      ["PROV-18"],
      tables_dataset(("decisions", SPEC_SQL, SPEC_COLUMNS),
@@ -1570,30 +1574,30 @@ treg("reg-transform-copy-statement", "A table's SQL is one SELECT: COPY ... TO i
      ["PROV-16"],
      tables_dataset(("decisions", "copy (select page_id from council_decisions) to '/tmp/out.csv'", [("page_id", "string")])),
      [("/tables/0/sql", "TRANSFORM_SQL_NOT_ONE_SELECT")])
-treg("reg-transform-attach", "ATTACH is not a SELECT and is refused.",
+tsql("reg-transform-attach", "ATTACH is not a SELECT and is refused.",
      ["PROV-16"],
-     tables_dataset(("decisions", "attach '/tmp/other.duckdb' as other", [("page_id", "string")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_NOT_ONE_SELECT")])
-treg("reg-transform-read-csv", "A SELECT reading a file (read_csv('/etc/passwd')) reads outside the dataset and is refused.",
+     "attach '/tmp/other.duckdb' as other", [("page_id", "string")],
+     "TRANSFORM_SQL_NOT_ONE_SELECT")
+tsql("reg-transform-read-csv", "A SELECT reading a file (read_csv('/etc/passwd')) reads outside the dataset and is refused.",
      ["PROV-16"],
-     tables_dataset(("decisions", "select column0 as page_id from read_csv('/etc/passwd')", [("page_id", "string")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_FORBIDDEN")])
-treg("reg-transform-two-statements", "A second statement after the SELECT is refused.",
+     "select column0 as page_id from read_csv('/etc/passwd')", [("page_id", "string")],
+     "TRANSFORM_SQL_FORBIDDEN")
+tsql("reg-transform-two-statements", "A second statement after the SELECT is refused.",
      ["PROV-16"],
-     tables_dataset(("decisions", "select page_id from council_decisions; install httpfs", [("page_id", "string")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_NOT_ONE_SELECT")])
-treg("reg-transform-unknown-table", "A table reads only the dataset's sources, by their names.",
+     "select page_id from council_decisions; install httpfs", [("page_id", "string")],
+     "TRANSFORM_SQL_NOT_ONE_SELECT")
+tsql("reg-transform-unknown-table", "A table reads only the dataset's sources, by their names.",
      ["PROV-02"],
-     tables_dataset(("decisions", "select page_id from council_minutes", [("page_id", "string")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_UNKNOWN_TABLE")])
-treg("reg-transform-unknown-column", "A source's columns are its Reader's columns then the seven provenance columns; another name is refused.",
+     "select page_id from council_minutes", [("page_id", "string")],
+     "TRANSFORM_SQL_UNKNOWN_TABLE")
+tsql("reg-transform-unknown-column", "A source's columns are its Reader's columns then the seven provenance columns; another name is refused.",
      ["PROV-02", "PROV-16"],
-     tables_dataset(("decisions", "select page_id, author from council_decisions", [("page_id", "string"), ("author", "string")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_UNKNOWN_COLUMN")])
-treg("reg-transform-column-names-differ", "The SELECT's result names are the declared names, in order.",
+     "select page_id, author from council_decisions", [("page_id", "string"), ("author", "string")],
+     "TRANSFORM_SQL_UNKNOWN_COLUMN")
+tsql("reg-transform-column-names-differ", "The SELECT's result names are the declared names, in order.",
      ["PROV-21"],
-     tables_dataset(("decisions", "select page_url, page_id from council_decisions", [("page_id", "string"), ("page_url", "string")])),
-     [("/tables/0/sql", "TRANSFORM_COLUMN_NAMES_DIFFER")])
+     "select page_url, page_id from council_decisions", [("page_id", "string"), ("page_url", "string")],
+     "TRANSFORM_COLUMN_NAMES_DIFFER")
 treg("reg-transform-type-not-declared", "A declared type outside the closed set (varchar) is refused at the column's type.",
      ["PROV-21"],
      tables_dataset(("decisions", "select page_id from council_decisions", [("page_id", "varchar")])),
@@ -1621,26 +1625,26 @@ treg("reg-transform-sql-syntax", "SQL that is not valid SQL (a string literal ne
      ["PROV-16"],
      tables_dataset(("decisions", "select page_id, 'open from council_decisions", [("page_id", "string")])),
      [("/tables/0/sql", "TRANSFORM_SQL_SYNTAX")])
-treg("reg-transform-sql-unsupported", "A construct outside the typed subset (a window function) is refused by name, not guessed at.",
+tsql("reg-transform-sql-unsupported", "A construct outside the typed subset (a window function) is refused by name, not guessed at.",
      ["PROV-16"],
-     tables_dataset(("decisions", "select page_id, row_number() over (order by page_id) as n from council_decisions",
-                     [("page_id", "string"), ("n", "integer")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_UNSUPPORTED")])
-treg("reg-transform-sql-type-error", "Every column arrives as VARCHAR: arithmetic on a bare provenance column is refused as the engine refuses it.",
+     "select page_id, row_number() over (order by page_id) as n from council_decisions",
+     [("page_id", "string"), ("n", "integer")],
+     "TRANSFORM_SQL_UNSUPPORTED")
+tsql("reg-transform-sql-type-error", "Every column arrives as VARCHAR: arithmetic on a bare provenance column is refused as the engine refuses it.",
      ["PROV-16", "PROV-17"],
-     tables_dataset(("decisions", "select page_id, page_ordinal + 1 as next_ordinal from council_decisions",
-                     [("page_id", "string"), ("next_ordinal", "integer")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_TYPE_ERROR")])
-treg("reg-transform-sql-aggregate", "A column outside GROUP BY and every aggregate is refused.",
+     "select page_id, page_ordinal + 1 as next_ordinal from council_decisions",
+     [("page_id", "string"), ("next_ordinal", "integer")],
+     "TRANSFORM_SQL_TYPE_ERROR")
+tsql("reg-transform-sql-aggregate", "A column outside GROUP BY and every aggregate is refused.",
      ["PROV-16"],
-     tables_dataset(("decisions", "select page_id, count(*) as pages from council_decisions",
-                     [("page_id", "string"), ("pages", "integer")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_AGGREGATE")])
-treg("reg-transform-sql-unnamed-column", "A select item that is neither a column nor named with AS is refused: each declared column is a named result column.",
+     "select page_id, count(*) as pages from council_decisions",
+     [("page_id", "string"), ("pages", "integer")],
+     "TRANSFORM_SQL_AGGREGATE")
+tsql("reg-transform-sql-unnamed-column", "A select item that is neither a column nor named with AS is refused: each declared column is a named result column.",
      ["PROV-21"],
-     tables_dataset(("decisions", "select page_id, length(story) from council_decisions",
-                     [("page_id", "string"), ("story_characters", "integer")])),
-     [("/tables/0/sql", "TRANSFORM_SQL_UNNAMED_COLUMN")])
+     "select page_id, length(story) from council_decisions",
+     [("page_id", "string"), ("story_characters", "integer")],
+     "TRANSFORM_SQL_UNNAMED_COLUMN")
 
 # --- refusals -----------------------------------------------------------------------------
 case("refusals", "ref-discovery-failed", "Listing fails on a first run: COLLECTION_DISCOVERY_FAILED, and a later run starts as if nothing had been written.",
