@@ -173,6 +173,52 @@ def test_parquet_bytes_of_many_row_groups_are_the_same_at_any_thread_count_and_l
     assert [r[0] for r in stored] == sorted(r[2] for r in rows)
 
 
+@pytest.mark.parametrize("groups, size", [
+    ([[14336] * 13 + [13632]], 14336),             # bench/build.py's 200,000 rows, cut at 16 MiB
+    ([[122880, 77120]], 122880),                   # cut at ROW_GROUP_SIZE: DuckDB's own default
+    ([[20480, 20480, 7]], 20480),                  # 10 vectors: 10 divides 60, the most a group holds
+    ([[6144, 4096, 100]], 2048),                   # unequal groups: their common vectors
+    ([[14336, 14336, 5], [12288, 40]], 2048),      # one size for the file: every table's groups
+    ([[26624, 26624, 9]], 26624),                  # 13 vectors, a prime: the whole group
+    ([[2048 * 70, 2048 * 70, 3]], 2048 * 35),      # 70 vectors: the largest divisor within 60
+    ([[1000, 1000, 5]], 2048),                     # not cut at vectors: vector-sized groups
+    ([[500]], 122880),                             # one group per file: DuckDB's default
+    ([[500], [70000]], 122880),
+    ([], 122880),
+])
+def test_the_database_row_group_divides_every_parquet_row_group(groups, size):
+    """D-83: dataset.duckdb's row groups are whole vectors, at most DuckDB's 122,880 rows, and divide
+    every Parquet row group but a file's last, so DuckDB's ordered insert writes each batch on the
+    thread that read it."""
+    from collection.build.engine import database_row_group
+
+    assert database_row_group(groups) == size
+
+
+def test_the_database_fill_keeps_the_parquet_files_order_on_every_thread(tmp_path):
+    """D-71, D-83: dataset.duckdb holds each Parquet file's rows in the file's order when DuckDB fills
+    it on several threads, in row groups that divide the Parquet file's; the stored types are the
+    declared ones."""
+    from collection.build.engine import _Clock, fill_database
+    from collection.recipe.model import Column, Table
+
+    parquet = tmp_path / "t.parquet"
+    # rows in an order no thread would make by itself: by a hash, with strings long enough to compress
+    duckdb.sql(f"COPY (SELECT i, md5(i::varchar) || repeat('x', i % 300) AS s FROM range(100000) t(i) "
+               f"ORDER BY md5(i::varchar)) TO '{parquet}' (FORMAT parquet, ROW_GROUP_SIZE 6144)")
+    database = tmp_path / "dataset.duckdb"
+    tables = [Table("t", "select 1", (Column("i", "integer"), Column("s", "string")))]
+    fill_database(tables, str(database), [str(parquet)], 2, "256MiB", str(tmp_path / "temp"), str(tmp_path),
+                  _Clock(None))
+    expected = duckdb.sql(f"SELECT i, s FROM read_parquet('{parquet}')").fetchall()
+    with duckdb.connect(str(database), read_only=True) as db:
+        assert db.execute("SELECT i, s FROM t").fetchall() == expected
+        assert db.execute("SELECT typeof(i), typeof(s) FROM t LIMIT 1").fetchone() == ("BIGINT", "VARCHAR")
+        sizes = db.execute("SELECT row_group_id, max(count) FROM pragma_storage_info('t') GROUP BY ALL "
+                           "ORDER BY 1").fetchall()
+    assert [rows for _, rows in sizes] == [6144] * 16 + [100000 - 16 * 6144]
+
+
 def test_rows_that_fail_at_run_time_refuse_the_build_and_keep_the_previous_one(built_state, tmp_path):
     """D-71: the pure typer accepts cast(title as integer) (INTEGER into integer); DuckDB fails on
     the first title -> BUILD_ROWS_FAILED naming the table and DuckDB's message; nothing written."""

@@ -40,7 +40,7 @@ import re
 import shutil
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import duckdb
 
@@ -73,9 +73,20 @@ LONG_LINE_BYTES = 1 << 30
 # dataset.duckdb's strings: DuckDB's default (dictionary + FSST) took 3x as long to write as the
 # Parquet file itself in bench/build.py; zstd writes them at about the speed of reading them.
 DATABASE_COMPRESSION = "zstd"
+# DuckDB's vector, the unit its row groups are counted in, and its default (largest) row group.
+VECTOR_ROWS = 2048
+DUCKDB_ROW_GROUP = 122880
+_OUT = "dataset_out"
 MIN_MEMORY = 256 * _MiB
 MAX_MEMORY = 4096 * _MiB
 MEMORY_PER_THREAD = 512 * _MiB
+
+
+class Threads(NamedTuple):
+    """DuckDB's threads for the tables (their SELECTs sort under the memory limit) and for filling
+    dataset.duckdb from the Parquet files (no sort: at most a row group per thread; D-83)."""
+    tables: int
+    fill: int
 
 
 @dataclass(frozen=True)
@@ -443,9 +454,10 @@ def build(dataset: Dataset, settings: BuildSettings, *, on_phase: Callable[[str]
     digests = {item.source.name: Digest(item.path) for item in inputs}
     if settings.memory_limit is None:
         limit = default_memory_limit(sum(i.recorded[1] for i in inputs))
-        memory, threads = f"{limit // _MiB}MiB", settings.threads or default_threads(limit)
+        memory, tables = f"{limit // _MiB}MiB", settings.threads or default_threads(limit)
     else:
-        memory, threads = settings.memory_limit, settings.threads or default_threads()
+        memory, tables = settings.memory_limit, settings.threads or default_threads()
+    threads = Threads(tables, settings.threads or default_threads())
     clock = _Clock(settings.deadline_seconds)
     try:
         return _build(dataset, settings, state_dir, inputs, digests, columns, threads, memory, clock, phase)
@@ -476,7 +488,7 @@ def _check_digests(inputs: Sequence[Input], digests: Mapping[str, Digest]) -> No
 def _build(dataset, settings, state_dir, inputs, digests, columns, threads, memory, clock, phase) -> BuildResult:
     phase("check")
     try:
-        connection = sandbox(":memory:", inputs, memory, threads, None)
+        connection = sandbox(":memory:", inputs, memory, threads.tables, None)
     except duckdb.Error as exc:       # a relation DuckDB cannot open as the writer wrote it
         raise RefusedError(Refusal("BUILD_SQL_REFUSED", "", f"DuckDB cannot read the inputs: "
                                    f"{engine_message(exc, state_dir)}", "D-71")) from None
@@ -553,19 +565,60 @@ def _write_parquet(dataset, inputs, queries, described, targets, threads, memory
     return counts
 
 
-def _write_database(dataset, database, targets, threads, memory, temp, state_dir, clock) -> None:
+def database_row_group(group_rows: Sequence[Sequence[int]]) -> int:
+    """dataset.duckdb's row-group size, from the row counts of each Parquet file's row groups: the
+    largest multiple of VECTOR_ROWS, at most DUCKDB_ROW_GROUP, that divides every group but each file's
+    last (D-83). DuckDB's ordered insert writes a batch (a Parquet row group) on the thread that read
+    it only when the batch fills whole row groups; a batch that leaves a part is merged with the
+    next in order, on one thread, and the fill becomes serial again."""
+    import math
+
+    common = 0
+    for rows in group_rows:
+        for count in rows[:-1]:
+            common = math.gcd(common, int(count))
+    if common == 0 or common % VECTOR_ROWS:
+        # one group per file (a small table), or groups not cut at whole vectors: vector-sized row
+        # groups still divide every batch into whole row groups but its last vector
+        return VECTOR_ROWS if common else DUCKDB_ROW_GROUP
+    vectors = common // VECTOR_ROWS
+    best = 1
+    for k in range(1, DUCKDB_ROW_GROUP // VECTOR_ROWS + 1):
+        if vectors % k == 0:
+            best = k
+    return best * VECTOR_ROWS
+
+
+def fill_database(tables: Sequence[Table], database: str, targets: Sequence[str], threads: int, memory: str,
+                  temp: str | None, state_dir: str, clock: "_Clock") -> None:
     """dataset.duckdb, by the build alone (no user SQL in this connection): each table read back
-    from its Parquet file, in its order, as the stored types."""
-    config = {**_config(memory, threads, temp), "force_compression": DATABASE_COMPRESSION}
-    connection = duckdb.connect(database, config=config)
+    from its Parquet file, in its order, as the stored types. The insert keeps the Parquet file's
+    row order (preserve_insertion_order) and still runs on every thread: the database's row groups
+    are sized to divide the Parquet file's (database_row_group), so each thread compresses and
+    writes the row groups of the batch it read (D-83)."""
+    config = {**_config(memory, threads, temp), "force_compression": DATABASE_COMPRESSION,
+              "write_buffer_row_group_count": 1}
+    connection = duckdb.connect(":memory:", config=config)
     try:
         clock.use(connection)
-        for index, table in enumerate(dataset.tables):
+        try:
+            groups = [[int(r[0]) for r in connection.execute(
+                "SELECT row_group_num_rows FROM parquet_metadata(?) GROUP BY row_group_id, row_group_num_rows "
+                "ORDER BY row_group_id", [target]).fetchall()] for target in targets]
+            connection.execute(f"ATTACH {quote_literal(database)} AS {_OUT} "
+                               f"(ROW_GROUP_SIZE {database_row_group(groups)})")
+        except duckdb.InterruptException:
+            raise _Deadline from None
+        except duckdb.Error as exc:      # the build's own statements: the disk, memory
+            raise RefusedError(Refusal("BUILD_ROWS_FAILED", "", f"DuckDB failed creating {DATABASE}: "
+                                       f"{engine_message(exc, state_dir)}; nothing was written",
+                                       "D-71, D-72")) from None
+        for index, table in enumerate(tables):
             clock.check()
             columns = ", ".join(f"CAST({quote_ident(c.name)} AS {STORED_AS[c.type]}) AS {quote_ident(c.name)}"
                                 for c in table.columns)
             try:
-                connection.execute(f"CREATE TABLE {quote_ident(table.name)} AS SELECT {columns} "
+                connection.execute(f"CREATE TABLE {_OUT}.{quote_ident(table.name)} AS SELECT {columns} "
                                    f"FROM read_parquet({quote_literal(targets[index])})")
             except duckdb.InterruptException:
                 raise _Deadline from None
@@ -574,7 +627,8 @@ def _write_database(dataset, database, targets, threads, memory, temp, state_dir
                                             f"{DATABASE}: {engine_message(exc, state_dir)}; nothing was written "
                                             "(raise --memory-limit)", "D-71, D-72")) from None
         try:
-            connection.execute("CHECKPOINT")
+            connection.execute(f"CHECKPOINT {_OUT}")
+            connection.execute(f"DETACH {_OUT}")
         except duckdb.InterruptException:
             raise _Deadline from None
     finally:
@@ -587,18 +641,18 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
     targets = [os.path.join(path, f"{table.name}.parquet") for table in dataset.tables]
     phase("tables")
     try:
-        counts = _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir,
+        counts = _write_parquet(dataset, inputs, queries, described, targets, threads.tables, memory, temp, state_dir,
                                 clock, LINE_BYTES)
     except _LongRow:
         for target in targets:
             if os.path.exists(target):
                 os.remove(target)
-        counts = _write_parquet(dataset, inputs, queries, described, targets, threads, memory, temp, state_dir,
+        counts = _write_parquet(dataset, inputs, queries, described, targets, threads.tables, memory, temp, state_dir,
                                 clock, LONG_LINE_BYTES)
     clock.check()
     # The user's SQL is done. The build alone makes the database file from the Parquet files.
     phase("database")
-    _write_database(dataset, database, targets, threads, memory, temp, state_dir, clock)
+    fill_database(dataset.tables, database, targets, threads.fill, memory, temp, state_dir, clock)
     clock.check()
     tables = [{
         "name": table.name, "rows": counts[index], "file": f"{table.name}.parquet",
