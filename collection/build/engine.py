@@ -374,8 +374,8 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _file_digest(path: str) -> dict:
-    sha, size = Digest(path).result()
+def _file_digest(digest: Digest) -> dict:
+    sha, size = digest.result()
     return {"sha256": sha, "bytes": size}
 
 
@@ -650,9 +650,18 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
         counts = _write_parquet(dataset, inputs, queries, described, targets, threads.tables, memory, temp, state_dir,
                                 clock, LONG_LINE_BYTES)
     clock.check()
-    # The user's SQL is done. The build alone makes the database file from the Parquet files.
+    # The user's SQL is done. The build alone makes the database file from the Parquet files, while
+    # threads hash those files for the record (hashlib works outside the GIL).
     phase("database")
-    fill_database(dataset.tables, database, targets, threads.fill, memory, temp, state_dir, clock)
+    hashing = {os.path.basename(target): Digest(target) for target in targets}
+    try:
+        fill_database(dataset.tables, database, targets, threads.fill, memory, temp, state_dir, clock)
+    finally:
+        for digest in hashing.values():
+            try:
+                digest.result()        # never leave a thread reading a file the caller may remove
+            except OSError:
+                pass
     clock.check()
     tables = [{
         "name": table.name, "rows": counts[index], "file": f"{table.name}.parquet",
@@ -665,7 +674,7 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
         full = os.path.join(path, name)
         if os.path.isfile(full):
             _fsync(full)
-            files[name] = _file_digest(full)
+            files[name] = _file_digest(hashing.get(name) or Digest(full))
     # Parquet's bytes are a function of the rows (fixed options; tests/test_build.py rebuilds and
     # compares); DuckDB's own file is not byte-reproducible, so it stands apart from the identity.
     database = files.pop(DATABASE)
