@@ -170,6 +170,8 @@ def main() -> None:
         state = work / "state"
         if not (state / "council_decisions" / "current").exists():
             csv_bytes = make_state(state, args.rows, args.shuffled)
+        elif args.shuffled:
+            raise SystemExit(f"--shuffled makes a new state, and {state} already holds one: give another --keep")
         else:
             csv_bytes = (state / "council_decisions" / "current" / RELATION).stat().st_size
         alone_out = work / "alone.parquet"

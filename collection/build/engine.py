@@ -35,6 +35,7 @@ directory is inside the temporary generation.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -374,6 +375,16 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
+def _settle(digests) -> None:
+    """Wait for every Digest thread: never leave one reading a file the caller may remove. Their
+    errors are read where their results are used."""
+    for digest in digests:
+        try:
+            digest.result()
+        except OSError:
+            pass
+
+
 def _file_digest(digest: Digest) -> dict:
     sha, size = digest.result()
     return {"sha256": sha, "bytes": size}
@@ -467,11 +478,7 @@ def build(dataset: Dataset, settings: BuildSettings, *, on_phase: Callable[[str]
                                    "D-72")) from None
     finally:
         clock.cancel()
-        for digest in digests.values():
-            try:
-                digest.result()        # never leave a thread reading a file the caller may remove
-            except OSError:
-                pass
+        _settle(digests.values())
 
 
 def _check_digests(inputs: Sequence[Input], digests: Mapping[str, Digest]) -> None:
@@ -571,8 +578,6 @@ def database_row_group(group_rows: Sequence[Sequence[int]]) -> int:
     last (D-83). DuckDB's ordered insert writes a batch (a Parquet row group) on the thread that read
     it only when the batch fills whole row groups; a batch that leaves a part is merged with the
     next in order, on one thread, and the fill becomes serial again."""
-    import math
-
     common = 0
     for rows in group_rows:
         for count in rows[:-1]:
@@ -657,11 +662,7 @@ def _write(dataset, path, inputs, queries, described, identity, threads, memory,
     try:
         fill_database(dataset.tables, database, targets, threads.fill, memory, temp, state_dir, clock)
     finally:
-        for digest in hashing.values():
-            try:
-                digest.result()        # never leave a thread reading a file the caller may remove
-            except OSError:
-                pass
+        _settle(hashing.values())
     clock.check()
     tables = [{
         "name": table.name, "rows": counts[index], "file": f"{table.name}.parquet",
