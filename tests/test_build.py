@@ -219,6 +219,42 @@ def test_the_database_fill_keeps_the_parquet_files_order_on_every_thread(tmp_pat
     assert [rows for _, rows in sizes] == [6144] * 16 + [100000 - 16 * 6144]
 
 
+def test_one_row_group_size_serves_every_table_of_the_database(tmp_path):
+    """D-83: the database's row-group size divides every table's Parquet row groups (6,144 and 4,096
+    rows give 2,048), not only the first or the last table's."""
+    from collection.build.engine import _Clock, fill_database
+    from collection.recipe.model import Column, Table
+
+    paths = []
+    for name, group in (("a", 6144), ("b", 4096)):
+        paths.append(str(tmp_path / f"{name}.parquet"))
+        duckdb.sql(f"COPY (SELECT i FROM range(20000) t(i)) TO '{paths[-1]}' (FORMAT parquet, ROW_GROUP_SIZE {group})")
+    tables = [Table(name, "select 1", (Column("i", "integer"),)) for name in ("a", "b")]
+    database = tmp_path / "dataset.duckdb"
+    fill_database(tables, str(database), paths, 2, "256MiB", str(tmp_path / "temp"), str(tmp_path), _Clock(None))
+    with duckdb.connect(str(database), read_only=True) as db:
+        for name in ("a", "b"):
+            sizes = [r[0] for r in db.execute(f"SELECT max(count) FROM pragma_storage_info('{name}') "
+                                              "GROUP BY row_group_id ORDER BY row_group_id").fetchall()]
+            assert sizes[:-1] == [2048] * (len(sizes) - 1) and sum(sizes) == 20000
+            assert db.execute(f"SELECT i FROM {name}").fetchall() == [(i,) for i in range(20000)]
+
+
+def test_a_fill_that_duckdb_cannot_make_is_refused(tmp_path):
+    """D-71, D-72: a DuckDB error while filling dataset.duckdb (here a value its declared type cannot
+    hold) is BUILD_ROWS_FAILED naming the table, never a database missing that table."""
+    from collection.build.engine import _Clock, fill_database
+    from collection.recipe.model import Column, Table
+
+    parquet = tmp_path / "t.parquet"
+    duckdb.sql(f"COPY (SELECT 'not a number' AS n) TO '{parquet}' (FORMAT parquet)")
+    with pytest.raises(RefusedError) as refused:
+        fill_database([Table("t", "select 1", (Column("n", "integer"),))], str(tmp_path / "dataset.duckdb"),
+                      [str(parquet)], 2, "256MiB", str(tmp_path / "temp"), str(tmp_path), _Clock(None))
+    (refusal,) = refused.value.refusals
+    assert refusal.code == "BUILD_ROWS_FAILED" and refusal.pointer == "/tables/0/sql" and "'t'" in refusal.message
+
+
 def test_rows_that_fail_at_run_time_refuse_the_build_and_keep_the_previous_one(built_state, tmp_path):
     """D-71: the pure typer accepts cast(title as integer) (INTEGER into integer); DuckDB fails on
     the first title -> BUILD_ROWS_FAILED naming the table and DuckDB's message; nothing written."""
