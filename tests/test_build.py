@@ -255,6 +255,48 @@ def test_a_fill_that_duckdb_cannot_make_is_refused(tmp_path):
     assert refusal.code == "BUILD_ROWS_FAILED" and refusal.pointer == "/tables/0/sql" and "'t'" in refusal.message
 
 
+def test_a_deadline_that_interrupts_the_fill_is_the_deadline(tmp_path):
+    """D-72: --deadline firing while DuckDB fills dataset.duckdb stops the build as BUILD_DEADLINE
+    (here: the fill's own _Deadline), never BUILD_ROWS_FAILED blaming the rows. The interrupt is
+    sent again and again from the moment the fill's statement is about to run (the clock's check just
+    before it), so it lands inside that statement however the threads are scheduled."""
+    import threading
+
+    from collection.build.engine import _Clock, _Deadline, fill_database
+    from collection.recipe.model import Column, Table
+
+    class Interrupting(_Clock):
+        def __init__(self):
+            super().__init__(None)
+            self.stop = threading.Event()
+            self.sent = 0
+
+        def check(self):
+            super().check()
+            threading.Thread(target=self._interrupt, daemon=True).start()
+
+        def _interrupt(self):
+            while not self.stop.wait(0.002):
+                try:
+                    self.connection.interrupt()
+                except duckdb.Error:       # closed: the fill is over
+                    return
+                self.sent += 1
+
+    parquet = tmp_path / "t.parquet"
+    duckdb.sql(f"COPY (SELECT i, md5(i::varchar) || repeat('x', i % 300) AS s FROM range(400000) t(i)) "
+               f"TO '{parquet}' (FORMAT parquet, ROW_GROUP_SIZE 6144)")
+    clock = Interrupting()
+    try:
+        with pytest.raises(_Deadline):
+            fill_database([Table("t", "select 1", (Column("i", "integer"), Column("s", "string")))],
+                          str(tmp_path / "dataset.duckdb"), [str(parquet)], 2, "256MiB", str(tmp_path / "temp"),
+                          str(tmp_path), clock)
+    finally:
+        clock.stop.set()
+    assert clock.sent >= 1
+
+
 def test_rows_that_fail_at_run_time_refuse_the_build_and_keep_the_previous_one(built_state, tmp_path):
     """D-71: the pure typer accepts cast(title as integer) (INTEGER into integer); DuckDB fails on
     the first title -> BUILD_ROWS_FAILED naming the table and DuckDB's message; nothing written."""
