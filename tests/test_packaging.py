@@ -189,6 +189,49 @@ def test_every_subcommand_runs_from_the_pyz(built, version, tmp_path, workdir):
     assert (tmp_path / "state" / "current" / "relation.csv").is_file()
 
 
+def _findings(fmt: str, out: str) -> list[tuple[str, int, int]]:
+    """(code, line, column) of each refusal in one --format's output of `collection validate`."""
+    if fmt == "json":
+        return [(r["code"], r["line"], r["column"]) for f in json.loads(out)["files"] for r in f["refusals"]]
+    if fmt == "sarif":
+        return [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"],
+                 r["locations"][0]["physicalLocation"]["region"]["startColumn"])
+                for r in json.loads(out)["runs"][0]["results"]]
+    pattern = {"text": r"^.*:(\d+):(\d+): ([A-Z_]+) at ", "junit": r"^.*:(\d+):(\d+): ([A-Z_]+) at ",
+               "github": r"^::error file=.*,line=(\d+),col=(\d+),title=([A-Z_]+)::"}[fmt]
+    return [(c, int(l), int(col)) for l, col, c in re.findall(pattern, out, re.M)]
+
+
+@pytest.mark.parametrize("version", PYTHON_VERSIONS)
+def test_validate_checks_a_transform_from_the_pyz_in_every_format(built, version, tmp_path, workdir):
+    """Issue 25 point 2 (D-68, D-70): collection.pyz, which carries no DuckDB, checks a table's
+    declared types under every interpreter and in every --format: the spec's transform is
+    registrable; with page_ordinal left bare it is TRANSFORM_COLUMN_TYPE_MISMATCH at the bare
+    name's line and column in the file, with the fix, as registration in process gives it."""
+    from collection.recipe.registration import register_bytes
+
+    python = find_python(version)
+    if python is None:
+        pytest.skip(f"no CPython {version} on this machine")
+    pyz, _ = built
+    good = (ROOT / "fixtures" / "datasets" / "council.json").read_text()
+    bare = good.replace("cast(page_ordinal as integer) as page_ordinal", "page_ordinal")
+    assert bare != good
+    (workdir / "good.json").write_text(good)
+    (workdir / "bare.json").write_text(bare)
+    (want,) = register_bytes(bare.encode()).refusals
+    assert want.code == "TRANSFORM_COLUMN_TYPE_MISMATCH" and want.pointer == "/tables/0/sql"
+    assert bare.splitlines()[want.line - 1][want.column - 1:].startswith("page_ordinal")
+    pex_root = tmp_path / "pex_root"
+    for fmt in ("text", "json", "github", "sarif", "junit"):
+        res = run_pyz(python, pyz, ["validate", "--format", fmt, "good.json"], pex_root, workdir)
+        assert res.returncode == 0, f"{fmt}: {res.stdout}\n{res.stderr}"
+        res = run_pyz(python, pyz, ["validate", "--format", fmt, "bare.json"], pex_root, workdir)
+        assert res.returncode == 1, f"{fmt}: {res.stdout}\n{res.stderr}"
+        assert _findings(fmt, res.stdout) == [(want.code, want.line, want.column)], f"{fmt}: {res.stdout}"
+        assert "cast(page_ordinal as integer)" in res.stdout, f"{fmt}: {res.stdout}"
+
+
 # What build_zipapp.py's SLIM drops from dependency wheels (build- and test-only files), and,
 # for lxml, what must stay: every module and every data file it reads at run time.
 _SLIMMED = re.compile(r"^(lxml/includes/|lxml/.*\.(h|pxd|pyx|pxi)$|jsonschema/(tests|benchmarks)/"
@@ -516,58 +559,87 @@ def test_collection_conformance_starts_its_harness_from_the_pyz(built, tmp_path,
 
 # --- issue 25 point 5: the build file (D-73) ---------------------------------------------------
 
+def target_of(version: str) -> str:
+    return f"cp{version.replace('.', '')}-{os.uname().machine}"
+
+
 @pytest.fixture(scope="session")
-def build_file(tmp_path_factory):
-    """collection-build-<this target>.pyz of HEAD, built once per session (only the local
-    target: each build file resolves and compresses DuckDB, ~25 MB)."""
+def build_files(tmp_path_factory):
+    """collection-build-<target>.pyz of HEAD for a target, built at most once per session. Only
+    targets whose interpreter this machine has are built (each resolves and compresses DuckDB)."""
     commit = _git("rev-parse", "HEAD")
-    dist = ROOT / "dist" / f"collection-build-{local_target()}.pyz"
-    if embedded_commit(dist) == commit:
-        return dist
-    out = tmp_path_factory.mktemp("build-pyz") / dist.name
-    proc = subprocess.run([sys.executable, str(BUILD), "--with-build", "--commit", commit, "--no-check",
-                           "-o", str(out)], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"build_zipapp.py --with-build failed:\n{proc.stdout}\n{proc.stderr}"
-    return out
+    made: dict[str, Path] = {}
+
+    def get(target: str) -> Path:
+        if target not in made:
+            dist = ROOT / "dist" / f"collection-build-{target}.pyz"
+            if embedded_commit(dist) == commit:
+                made[target] = dist
+            else:
+                out = tmp_path_factory.mktemp("build-pyz") / dist.name
+                proc = subprocess.run([sys.executable, str(BUILD), "--with-build", "--target", target, "--commit",
+                                       commit, "--no-check", "-o", str(out)], capture_output=True, text=True,
+                                      timeout=900)
+                assert proc.returncode == 0, f"build_zipapp.py --with-build failed:\n{proc.stdout}\n{proc.stderr}"
+                made[target] = out
+        return made[target]
+    return get
 
 
-def test_the_build_file_carries_one_target_and_runs_duckdb_from_itself(build_file, tmp_path, workdir):
+def _python_and_build_file(build_files, version: str) -> tuple[str, Path]:
+    python = find_python(version)
+    if python is None:
+        pytest.skip(f"no CPython {version} on this machine")
+    return python, build_files(target_of(version))
+
+
+@pytest.mark.parametrize("version", PYTHON_VERSIONS)
+def test_the_build_file_carries_one_target_and_runs_duckdb_from_itself(build_files, version, tmp_path, workdir):
     """D-73: one target; DuckDB imported from the file's own unpacked wheel (not the test venv's)
-    and working; every command of collection.pyz runs from it too."""
+    and working; every command of collection.pyz runs from it too. For every target whose
+    interpreter this machine has (docs/packaging.md "What is proven")."""
+    python, build_file = _python_and_build_file(build_files, version)
     manifest = pyz_manifest(build_file)
-    assert list(manifest["targets"]) == [local_target()]
+    assert list(manifest["targets"]) == [target_of(version)]
     assert manifest["glibc"] == [2, 28]
     assert any(name.startswith("duckdb-") for name in manifest["wheels"].values())
     cache = tmp_path / "cache"
-    code = "import duckdb; print(duckdb.__file__); print(duckdb.sql('select 40 + 2').fetchall()[0][0])"
-    res = run_pyz(sys.executable, build_file, ["-c", code], cache, workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
+    code = ("import sys, duckdb; print(duckdb.__file__); print(duckdb.sql('select 40 + 2').fetchall()[0][0]); "
+            "print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
+    res = run_pyz(python, build_file, ["-c", code], cache, workdir, {"COLLECTION_PYZ_INTERPRETER": "1"})
     assert res.returncode == 0, res.stderr
-    where, answer = res.stdout.split()
-    assert answer == "42" and Path(where).resolve().is_relative_to(cache.resolve()), res.stdout
-    res = run_pyz(sys.executable, build_file, ["validate", RECIPE.name], cache, workdir)
+    where, answer, running = res.stdout.split()
+    assert answer == "42" and running == version and Path(where).resolve().is_relative_to(cache.resolve()), res.stdout
+    res = run_pyz(python, build_file, ["validate", RECIPE.name], cache, workdir)
     assert res.returncode == 0, f"validate: {res.stdout}\n{res.stderr}"
 
 
-def test_a_real_build_runs_from_the_build_file(build_file, tmp_path, workdir):
+@pytest.mark.parametrize("version", PYTHON_VERSIONS)
+def test_a_real_build_runs_from_the_build_file(build_files, version, tmp_path, workdir):
     """D-73: `collection build --help`, then the demo dataset (fixtures/datasets/council.json,
-    issue 25's) replayed and built from the one file into typed Parquet, read back with DuckDB.
-    Needs issue-25-build's command merged."""
+    issue 25's) replayed and built from the one file, under that file's interpreter, into typed
+    Parquet and dataset.duckdb, read back with DuckDB."""
     import duckdb
 
-    res = run_pyz(sys.executable, build_file, ["build", "--help"], tmp_path / "cache", workdir)
+    python, build_file = _python_and_build_file(build_files, version)
+    res = run_pyz(python, build_file, ["build", "--help"], tmp_path / "cache", workdir)
     assert res.returncode == 0 and "usage:" in res.stdout.lower(), res.stderr
 
     shutil.copy(ROOT / "fixtures" / "datasets" / "council.json", workdir / "council.json")
     cache, state = tmp_path / "cache", tmp_path / "state"
-    res = run_pyz(sys.executable, build_file, ["run", "council.json", "--state", str(state), "--replay",
-                                               str(REPLAY_FIXTURE), "--json"], cache, workdir)
+    res = run_pyz(python, build_file, ["run", "council.json", "--state", str(state), "--replay",
+                                       str(REPLAY_FIXTURE), "--json"], cache, workdir)
     assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
-    res = run_pyz(sys.executable, build_file, ["build", "council.json", "--state", str(state)], cache, workdir)
+    res = run_pyz(python, build_file, ["build", "council.json", "--state", str(state)], cache, workdir)
     assert res.returncode == 0, f"{res.stdout}\n{res.stderr}"
-    parquet = sorted(state.glob("build/**/*.parquet"))
-    assert parquet, sorted(str(p) for p in state.rglob("*"))
-    rows = duckdb.sql(f"select count(*) from read_parquet('{parquet[0]}')").fetchall()[0][0]
-    assert rows > 0
+    current = state / "build" / "current"
+    record = json.loads((current / "build.json").read_text())
+    (table,) = record["tables"]
+    got = duckdb.sql(f"select count(*), typeof(any_value(page_ordinal)), typeof(any_value(page_fetched_at)) "
+                     f"from read_parquet('{current / 'decisions.parquet'}')").fetchall()[0]
+    assert got == (table["rows"], "BIGINT", "TIMESTAMP WITH TIME ZONE") and table["rows"] > 0, got
+    with duckdb.connect(str(current / "dataset.duckdb"), read_only=True) as db:
+        assert db.execute("select count(*) from decisions").fetchone()[0] == table["rows"]
 
 
 def test_the_default_pyz_sends_build_to_the_build_file(built, tmp_path, workdir):
