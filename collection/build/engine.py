@@ -74,6 +74,7 @@ LONG_LINE_BYTES = 1 << 30
 # dataset.duckdb's strings: DuckDB's default (dictionary + FSST) took 3x as long to write as the
 # Parquet file itself in bench/build.py; zstd writes them at about the speed of reading them.
 DATABASE_COMPRESSION = "zstd"
+ALLOCATOR_FLUSH = "16MiB"
 # DuckDB's vector, the unit its row groups are counted in, and its default (largest) row group.
 VECTOR_ROWS = 2048
 DUCKDB_ROW_GROUP = 122880
@@ -239,7 +240,10 @@ def _config(memory_limit: str, threads: int, temp: str | None) -> dict:
     config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
               "allow_community_extensions": False, "allow_unsigned_extensions": False,
               "memory_limit": memory_limit, "threads": threads, "preserve_insertion_order": True,
-              "errors_as_json": True}
+              "errors_as_json": True,
+              # jemalloc hands freed memory back at 16 MiB rather than DuckDB's 128/512 MiB: the
+              # build's peak is the sort's limit plus what the allocator still holds (D-83)
+              "allocator_flush_threshold": ALLOCATOR_FLUSH, "allocator_bulk_deallocation_flush_threshold": ALLOCATOR_FLUSH}
     if temp is not None:
         config["temp_directory"] = temp
     return config
