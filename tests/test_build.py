@@ -314,6 +314,34 @@ def test_rows_that_fail_at_run_time_refuse_the_build_and_keep_the_previous_one(b
     assert snapshot(state / "build") == before
 
 
+def test_a_refused_first_build_leaves_no_build_directory(state, tmp_path):
+    """D-71: a first build refused after it took the build's lock (here: rows DuckDB cannot cast)
+    leaves the state as it was: no DIR/build, not even its lock or an empty generations
+    directory; a build after it makes DIR/build afresh."""
+    before = snapshot(state)
+    assert not (state / "build").exists()
+    doc = with_tables([table("titles", "select page_id, cast(title as integer) as title_number from council_decisions",
+                             [("page_id", "string"), ("title_number", "integer")])])
+    res = collection("build", str(write_doc(tmp_path / "dataset.json", doc)), "--state", str(state), "--json")
+    assert res.returncode == 1 and json.loads(res.stdout)["code"] == "BUILD_ROWS_FAILED", res.stderr
+    assert snapshot(state) == before
+    res = collection("build", str(DATASET), "--state", str(state), "--json")
+    assert res.returncode == 0, res.stderr
+    assert (state / "build" / "current" / "build.json").is_file() and (state / "build" / "lock").is_file()
+
+
+def test_a_refused_later_build_keeps_the_build_directory(built_state, tmp_path):
+    """D-71: only a first build removes what it made; with a previous build, the lock file and the
+    generations stay exactly as they were."""
+    state = copy_state(built_state[0], tmp_path / "state")
+    before = snapshot(state / "build")
+    doc = with_tables([table("titles", "select page_id, cast(title as integer) as title_number from council_decisions",
+                             [("page_id", "string"), ("title_number", "integer")])])
+    res = collection("build", str(write_doc(tmp_path / "dataset.json", doc)), "--state", str(state), "--json")
+    assert res.returncode == 1, res.stderr
+    assert snapshot(state / "build") == before and (state / "build" / "lock").is_file()
+
+
 def test_the_engine_compares_duckdbs_own_types_with_the_declaration(state):
     """D-49, D-67, PROV-18: with validate's checks bypassed (a model made by hand), DuckDB's
     DESCRIBE finds the bare page_ordinal and the refusal is validate's own, message and fix."""
@@ -404,7 +432,7 @@ def test_a_relation_whose_bytes_are_not_its_records_is_damaged_state(state):
     relation.write_bytes(bytes(data))
     res = collection("build", str(DATASET), "--state", str(state))
     assert res.returncode == 1 and "STATE_DAMAGED" in res.stderr, res.stderr
-    assert [p.name for p in (state / "build" / "generations").iterdir()] == []
+    assert not (state / "build").exists()          # a refused first build leaves no DIR/build (D-71)
 
 
 def _store_relation(state, name: str, header: list[str], rows: list[list[str]], reader_columns) -> None:
@@ -494,7 +522,7 @@ def test_a_deadline_interrupts_the_build_and_writes_nothing(state, tmp_path):
     path = write_doc(tmp_path / "d.json", doc)
     res = collection("build", str(path), "--state", str(state), "--deadline", "1", "--threads", "1")
     assert res.returncode == 1 and "BUILD_DEADLINE" in res.stderr, res.stderr
-    assert [p.name for p in (state / "build" / "generations").iterdir()] == []
+    assert not (state / "build").exists()          # a refused first build leaves no DIR/build (D-71)
 
 
 def _check_build(state) -> str | None:
