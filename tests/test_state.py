@@ -140,3 +140,54 @@ def test_a_failed_fsync_abandons_the_generation_and_keeps_current(tmp_path):
         assert second.gi_frame is None                 # the write ended, not merely left suspended
         assert [n for n in os.listdir(tmp_path / "generations") if n.startswith(".tmp-")] == []
         assert current_generation(str(tmp_path)) == first
+
+
+def test_an_unused_directory_is_removed_under_its_lock_and_a_used_one_kept(tmp_path):
+    """D-71: a refused first use leaves no trace (the lock file and the empty generations
+    directory acquire() made are removed, the directory too); a directory holding a generation,
+    or one never locked by this store, is left alone."""
+    fresh = tmp_path / "fresh"
+    store = StateStore(str(fresh))
+    store.acquire()
+    assert sorted(os.listdir(fresh)) == ["generations", "lock"]
+    store.remove_if_unused()
+    store.release()
+    assert not fresh.exists()
+
+    used = tmp_path / "used"
+    with StateStore(str(used)) as store:
+        _write(store, "a\n")
+        store.remove_if_unused()
+    assert current_generation(str(used)) is not None and (used / "lock").is_file()
+
+    unlocked = tmp_path / "unlocked"
+    StateStore(str(unlocked)).remove_if_unused()           # not acquired: nothing to remove, no error
+    (unlocked / "generations").mkdir(parents=True)
+    StateStore(str(unlocked)).remove_if_unused()
+    assert (unlocked / "generations").is_dir()
+
+
+def test_acquire_makes_the_directory_again_when_a_holder_removed_it_meanwhile(tmp_path, monkeypatch):
+    """The race remove_if_unused opens: another process removes the directory between acquire's
+    makedirs and its open of the lock. acquire makes it afresh and locks it."""
+    from collection.store import generations
+
+    directory = tmp_path / "build"
+    real_open, calls = os.open, []
+
+    def open_after_removal(path, *args, **kwargs):
+        if path.endswith("lock") and not calls:
+            calls.append(path)
+            os.rmdir(directory / "generations")               # what the other holder does, for real
+            os.rmdir(directory)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(generations.os, "open", open_after_removal)
+    store = StateStore(str(directory))
+    store.acquire()
+    try:
+        assert calls and sorted(os.listdir(directory)) == ["generations", "lock"]
+        with pytest.raises(StateLocked):
+            StateStore(str(directory)).acquire()
+    finally:
+        store.release()

@@ -516,18 +516,12 @@ def _build(dataset, settings, state_dir, inputs, digests, columns, threads, memo
     store = StateStore(build_dir, keep=settings.keep)
     first = not os.path.isdir(build_dir)
     committed = False
-    for attempt in (1, 2):
-        try:
-            store.acquire()
-            break
-        except StateLocked:
-            raise RefusedError(Refusal("STATE_LOCKED", "", f"another `collection build` is using {build_dir}; wait "
-                                       "for it to finish (a lock left by a killed build is released automatically)",
-                                       "one build per state directory (D-71)")) from None
-        except FileNotFoundError:
-            if attempt == 2:      # removed again under us: not a race, the state directory is going away
-                raise
-            # a refused first build removed DIR/build between our mkdir and our open of its lock
+    try:
+        store.acquire()
+    except StateLocked:
+        raise RefusedError(Refusal("STATE_LOCKED", "", f"another `collection build` is using {build_dir}; wait for "
+                                   "it to finish (a lock left by a killed build is released automatically)",
+                                   "one build per state directory (D-71)")) from None
     try:
         previous = read_current_record(build_dir)
         if not settings.force and _same_identity(previous, identity):
@@ -550,22 +544,8 @@ def _build(dataset, settings, state_dir, inputs, digests, columns, threads, memo
         return BuildResult(os.path.basename(final), final, False, record)
     finally:
         if first and not committed:
-            _forget_first_build(store)
+            store.remove_if_unused()       # a refused first build leaves DIR/build absent, as it was (D-71)
         store.release()
-
-
-def _forget_first_build(store: StateStore) -> None:
-    """A refused first build leaves DIR/build as it was: absent (D-71). Removed while the lock is
-    still held, so a build that opens the lock after us makes the directory afresh, and one that
-    opened it before finds it locked."""
-    if store.current() is not None:
-        return
-    try:
-        os.rmdir(store.generations)              # empty once the generation is abandoned
-        os.unlink(os.path.join(store.directory, "lock"))
-        os.rmdir(store.directory)
-    except OSError:
-        pass                                     # something else is there: leave it
 
 
 class _LongRow(Exception):

@@ -303,6 +303,7 @@ class StateStore:
         self._held: list[int] | None = None
         self._aside_max: int | None = None
         self.generations = os.path.join(self.directory, "generations")
+        self._lock_path = os.path.join(self.directory, "lock")
         self._lock_fd: int | None = None
 
     # --- lock -------------------------------------------------------------------------------
@@ -315,7 +316,13 @@ class StateStore:
 
     def acquire(self) -> None:
         os.makedirs(self.generations, exist_ok=True)
-        fd = os.open(os.path.join(self.directory, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            # a holder removing the unused directory (remove_if_unused) did so between the two
+            # calls above: make it afresh, once; gone again means the directory itself is going away
+            os.makedirs(self.generations, exist_ok=True)
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -325,6 +332,20 @@ class StateStore:
             raise
         self._lock_fd = fd
         self.recover()
+
+    def remove_if_unused(self) -> None:
+        """While the lock is held: remove the directory when it holds no generation, only what
+        acquire() made (the lock file and an empty generations directory), so that a refused first
+        use leaves no trace. Under the lock, a user opening the lock after this makes the directory
+        afresh and one that opened it before finds it locked."""
+        if self._lock_fd is None or self.current() is not None:
+            return
+        try:
+            os.rmdir(self.generations)
+            os.unlink(self._lock_path)
+            os.rmdir(self.directory)
+        except OSError:
+            pass                                     # something else is there: leave it
 
     def release(self) -> None:
         self._held = self._aside_max = None
